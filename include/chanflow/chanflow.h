@@ -1,0 +1,9 @@
+// chanflow.h — the umbrella header: everything a chanflow user needs.
+//
+//   #include <chanflow/chanflow.h>
+//   namespace cf = chanflow;
+#pragma once
+
+#include "chanflow/core.h"
+#include "chanflow/runtime.h"
+#include "chanflow/tensor.h"

@@ -1,0 +1,9 @@
+// core.h — the object layer: Object, ObjectPtr, ObjectRef, the type registry and the containers.
+#pragma once
+
+#include "chanflow/core/boxed.h"
+#include "chanflow/core/check.h"
+#include "chanflow/core/error.h"
+#include "chanflow/core/object.h"
+#include "chanflow/core/string.h"
+#include "chanflow/core/type_registry.h"

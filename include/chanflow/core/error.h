@@ -1,0 +1,135 @@
+// error.h — the error hierarchy every chanflow layer throws.
+//
+// Every error a user can cause is a chanflow::Error (a std::runtime_error) whose message says what
+// failed and where. Named kinds let callers react to one cause:
+//
+//   try { ch.send(v); } catch (const cf::ChannelClosedError& e) { ... }
+//
+// Throw with the streaming macro, which builds the message from anything fmt or iostreams can print:
+//
+//   CHANFLOW_THROW(cf::TypeError) << "downcast: expected " << want << ", got " << got;
+#pragma once
+
+#include <cstdint>
+#include <exception>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "chanflow/core/export.h"
+
+namespace chanflow {
+
+// The base of every error chanflow throws. what() is the full, user-facing message.
+class CHANFLOW_API Error : public std::runtime_error {
+ public:
+  explicit Error(const std::string& message) : std::runtime_error(message) {}
+};
+
+// A send on a closed channel, a close of a closed or nil channel, or a send case of a select that
+// was chosen on a closed channel.
+class CHANFLOW_API ChannelClosedError : public Error {
+ public:
+  using Error::Error;
+};
+
+// Every green thread is parked, no timer is pending, and a caller waits: nothing can ever wake it.
+// The message lists each parked green thread and what it waits on.
+class CHANFLOW_API DeadlockError : public Error {
+ public:
+  using Error::Error;
+};
+
+// A Context was canceled.
+class CHANFLOW_API CanceledError : public Error {
+ public:
+  using Error::Error;
+};
+
+// A Context's deadline passed.
+class CHANFLOW_API DeadlineExceededError : public Error {
+ public:
+  using Error::Error;
+};
+
+// A value has the wrong type or dtype for the operation (includes failed downcasts).
+class CHANFLOW_API TypeError : public Error {
+ public:
+  using Error::Error;
+};
+
+// Shapes do not agree (broadcasting, matmul, reshape ...); the message names both shapes and the op.
+class CHANFLOW_API ShapeError : public Error {
+ public:
+  using Error::Error;
+};
+
+// A program failed to load, verify or run. Carries the position of the offending op; block_index
+// and op_index are -1 when the problem is not tied to one block or op.
+class CHANFLOW_API ProgramError : public Error {
+ public:
+  ProgramError(const std::string& message, int block_index = -1, int op_index = -1,
+               std::string op_type = {})
+      : Error(message),
+        block_index_(block_index),
+        op_index_(op_index),
+        op_type_(std::move(op_type)) {}
+
+  int block_index() const noexcept { return block_index_; }
+  int op_index() const noexcept { return op_index_; }
+  const std::string& op_type() const noexcept { return op_type_; }
+
+ private:
+  int block_index_;
+  int op_index_;
+  std::string op_type_;
+};
+
+// A GoMachine run failed: one entry per node that failed on its own (nodes canceled because another
+// failed are not listed).
+class CHANFLOW_API MachineError : public Error {
+ public:
+  struct Failure {
+    int64_t node_id;
+    std::string node_name;
+    std::string message;
+    std::exception_ptr error;  // the original exception, rethrowable
+  };
+
+  explicit MachineError(std::vector<Failure> failures);
+
+  const std::vector<Failure>& failures() const noexcept { return failures_; }
+
+ private:
+  std::vector<Failure> failures_;
+};
+
+namespace detail {
+
+// Collects a message with operator<< and throws E(message) when the full expression ends.
+// Used only through CHANFLOW_THROW.
+template <class E>
+class ErrorThrower {
+ public:
+  ErrorThrower() = default;
+  ErrorThrower(const ErrorThrower&) = delete;
+  ErrorThrower& operator=(const ErrorThrower&) = delete;
+  ~ErrorThrower() noexcept(false) { throw E(stream_.str()); }
+
+  template <class V>
+  ErrorThrower& operator<<(const V& value) {
+    stream_ << value;
+    return *this;
+  }
+
+ private:
+  std::ostringstream stream_;
+};
+
+}  // namespace detail
+}  // namespace chanflow
+
+// CHANFLOW_THROW(Kind) << a << b;  — throws Kind with the streamed message.
+#define CHANFLOW_THROW(Kind) ::chanflow::detail::ErrorThrower<Kind>()

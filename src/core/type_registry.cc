@@ -1,0 +1,192 @@
+// The registry keeps a fixed array of atomic TypeInfo pointers, so readers (is_instance's slow
+// path, type_key) never lock: a writer builds a TypeInfo completely, then publishes it with a
+// release store; readers load with acquire. Writers serialise on a mutex. TypeInfos are never
+// freed (types live as long as the process).
+#include "chanflow/core/type_registry.h"
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <sstream>
+#include <string>
+#include <unordered_map>
+
+namespace chanflow {
+
+struct TypeRegistry::State {
+  std::array<std::atomic<const TypeInfo*>, kMaxTypeIndex> table{};
+  mutable std::shared_mutex mutex;
+  std::unordered_map<std::string, uint32_t> by_key;   // guarded by mutex
+  std::unordered_map<uint32_t, uint32_t> slots_used;  // guarded by mutex: parent -> used slots
+  uint32_t next_dynamic = TypeIndex::kStaticEnd;      // guarded by mutex
+};
+
+TypeRegistry& TypeRegistry::global() {
+  // Leaked on purpose: objects destroyed during static destruction may still ask for type keys.
+  static TypeRegistry* registry = [] {
+    auto* r = new TypeRegistry();
+    return r;
+  }();
+  return *registry;
+}
+
+TypeRegistry::TypeRegistry() : state_(new State()) {
+  auto* root = new TypeInfo{TypeIndex::kObject, TypeIndex::kObject, 0, 0, true, false, "Object", {}};
+  state_->table[TypeIndex::kObject].store(root, std::memory_order_release);
+  state_->by_key.emplace(root->key, root->index);
+}
+
+uint32_t TypeRegistry::register_type(const detail::TypeSpec& spec) {
+  std::unique_lock lock(state_->mutex);
+  const std::string key(spec.key);
+  if (auto it = state_->by_key.find(key); it != state_->by_key.end()) {
+    const TypeInfo* existing = state_->table[it->second].load(std::memory_order_relaxed);
+    if (existing->parent_index != spec.parent_index) {
+      CHANFLOW_THROW(Error) << "type registry: key '" << key
+                            << "' is already registered with another parent type ('"
+                            << state_->table[existing->parent_index].load()->key
+                            << "'); each object type needs its own kTypeKey";
+    }
+    return it->second;
+  }
+  const TypeInfo* parent = state_->table[spec.parent_index].load(std::memory_order_relaxed);
+  CHANFLOW_CHECK(parent != nullptr) << "parent type index " << spec.parent_index
+                                    << " registered before its child '" << key << "'";
+  if (parent->final) {
+    CHANFLOW_THROW(Error) << "type registry: '" << key << "' derives from final type '"
+                          << parent->key << "'";
+  }
+  const uint32_t span = spec.child_slots + 1;  // the type itself plus its reserved child slots
+  uint32_t index = 0;
+  if (spec.static_index != TypeIndex::kDynamic) {
+    if (spec.static_index >= TypeIndex::kStaticEnd || spec.static_index <= parent->index ||
+        state_->table[spec.static_index].load(std::memory_order_relaxed) != nullptr) {
+      CHANFLOW_THROW(Error) << "type registry: static index " << spec.static_index << " of '"
+                            << key << "' is taken, not below " << TypeIndex::kStaticEnd
+                            << " or not above its parent's";
+    }
+    if (spec.child_slots != 0) {
+      CHANFLOW_THROW(Error) << "type registry: static type '" << key
+                            << "' cannot reserve child slots";
+    }
+    index = spec.static_index;
+  } else {
+    uint32_t& used = state_->slots_used[parent->index];
+    if (used + span <= parent->child_slots) {
+      index = parent->index + 1 + used;  // inside the parent's range: is_instance is a compare
+      used += span;
+    } else if (parent->child_slots_can_overflow) {
+      index = state_->next_dynamic;  // past every range: found through the ancestor table
+      if (index + span > kMaxTypeIndex) {
+        CHANFLOW_THROW(Error) << "type registry: no type index left for '" << key << "' (limit "
+                              << kMaxTypeIndex << ")";
+      }
+      state_->next_dynamic += span;
+    } else {
+      CHANFLOW_THROW(Error) << "type registry: parent '" << parent->key << "' has all its "
+                            << parent->child_slots << " child slots taken and forbids overflow; "
+                            << "cannot register '" << key << "'";
+    }
+  }
+  auto* info = new TypeInfo{index,
+                            parent->index,
+                            parent->depth + 1,
+                            spec.child_slots,
+                            spec.child_slots_can_overflow,
+                            spec.final,
+                            key,
+                            parent->ancestors};
+  info->ancestors.push_back(parent->index);
+  state_->by_key.emplace(key, index);
+  state_->table[index].store(info, std::memory_order_release);
+  return index;
+}
+
+const TypeInfo* TypeRegistry::find(uint32_t index) const noexcept {
+  if (index >= kMaxTypeIndex) return nullptr;
+  return state_->table[index].load(std::memory_order_acquire);
+}
+
+std::optional<uint32_t> TypeRegistry::index_of(std::string_view key) const {
+  std::shared_lock lock(state_->mutex);
+  auto it = state_->by_key.find(std::string(key));
+  if (it == state_->by_key.end()) return std::nullopt;
+  return it->second;
+}
+
+bool TypeRegistry::is_descendant(uint32_t child, uint32_t ancestor) const noexcept {
+  if (child == ancestor) return true;
+  const TypeInfo* c = find(child);
+  const TypeInfo* a = find(ancestor);
+  if (c == nullptr || a == nullptr) return false;
+  return c->depth > a->depth && c->ancestors[a->depth] == ancestor;
+}
+
+size_t TypeRegistry::size() const {
+  std::shared_lock lock(state_->mutex);
+  return state_->by_key.size();
+}
+
+std::string TypeRegistry::dump() const {
+  std::shared_lock lock(state_->mutex);
+  std::unordered_map<uint32_t, std::vector<uint32_t>> children;
+  for (const auto& [key, index] : state_->by_key) {
+    const TypeInfo* info = state_->table[index].load(std::memory_order_relaxed);
+    if (info->index != info->parent_index) children[info->parent_index].push_back(index);
+  }
+  for (auto& [parent, list] : children) std::sort(list.begin(), list.end());
+  std::ostringstream out;
+  std::vector<uint32_t> stack{TypeIndex::kObject};
+  while (!stack.empty()) {
+    const TypeInfo* info = state_->table[stack.back()].load(std::memory_order_relaxed);
+    stack.pop_back();
+    out << std::string(2 * info->depth, ' ') << info->index << ' ' << info->key;
+    if (info->final) out << " [final]";
+    if (info->child_slots != 0) {
+      auto used = state_->slots_used.find(info->index);
+      out << " (child slots " << (used == state_->slots_used.end() ? 0 : used->second) << '/'
+          << info->child_slots << (info->child_slots_can_overflow ? ", may overflow" : "") << ')';
+    }
+    out << '\n';
+    auto& kids = children[info->index];
+    stack.insert(stack.end(), kids.rbegin(), kids.rend());
+  }
+  return out.str();
+}
+
+namespace detail {
+
+uint32_t register_type(const TypeSpec& spec) {
+  return TypeRegistry::global().register_type(spec);
+}
+
+bool is_overflow_descendant(uint32_t child, uint32_t ancestor) noexcept {
+  return TypeRegistry::global().is_descendant(child, ancestor);
+}
+
+std::string_view type_key_of(uint32_t index) noexcept {
+  const TypeInfo* info = TypeRegistry::global().find(index);
+  return info == nullptr ? std::string_view("<unregistered>") : std::string_view(info->key);
+}
+
+#if defined(CHANFLOW_OBJECT_TRACKING)
+std::atomic<int64_t>& live_object_counter() noexcept {
+  static std::atomic<int64_t> counter{0};
+  return counter;
+}
+#endif
+
+}  // namespace detail
+
+int64_t live_object_count() noexcept {
+#if defined(CHANFLOW_OBJECT_TRACKING)
+  return detail::live_object_counter().load(std::memory_order_acquire);
+#else
+  return -1;
+#endif
+}
+
+}  // namespace chanflow
