@@ -1,0 +1,170 @@
+// object_pool.h — ObjectPool<T>: objects whose memory returns to a pool when released (RFC F3).
+//
+//   cf::ObjectPool<MsgObj> pool;
+//   cf::ObjectPtr<MsgObj> m = pool.make(args...);   // reuses a released chunk when one is cached
+//   m.reset();                                      // the deleter destroys the MsgObj and gives
+//                                                   // its memory back to the pool, not to malloc
+//
+// Each chunk is the object followed by a pointer to the pool's shared core, so the deleter finds
+// its pool without a global. The core is reference counted by the pool handle and by every live
+// object: objects may outlive the ObjectPool that made them (their memory is then freed normally).
+//
+// Thread-safety: make() and releases may run on any threads concurrently. Free chunks are kept in
+// kShards lists, each behind a tiny spinlock; a thread uses the shard its id hashes to, so threads
+// rarely contend. At most `max_cached` chunks are kept; beyond that released memory is freed.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <functional>
+#include <new>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "chanflow/core/object.h"
+
+namespace chanflow {
+
+template <class T>
+class ObjectPool {
+ public:
+  // A pool that caches up to max_cached free chunks.
+  explicit ObjectPool(size_t max_cached = 4096) : core_(new Core(max_cached)) {}
+  ObjectPool(const ObjectPool&) = delete;
+  ObjectPool& operator=(const ObjectPool&) = delete;
+  // Frees cached chunks. Live objects stay valid and free their memory when released.
+  ~ObjectPool() { core_->release_owner(); }
+
+  // Constructs a T in a cached chunk (or a new one). If T's constructor throws, the chunk goes back
+  // to the pool and the exception propagates.
+  template <class... A>
+  ObjectPtr<T> make(A&&... args) {
+    const uint32_t index = T::runtime_type_index();
+    Chunk* chunk = core_->acquire();
+    T* obj;
+    try {
+      obj = new (chunk->storage) T(std::forward<A>(args)...);
+    } catch (...) {
+      core_->recycle(chunk);
+      throw;
+    }
+    detail::ObjectUnsafe::init_header(obj, index, &deleter);
+    detail::track_object_created();
+    core_->live.fetch_add(1, std::memory_order_relaxed);
+    return detail::ObjectUnsafe::adopt<T>(static_cast<Object*>(obj));
+  }
+
+  // Free chunks currently cached (approximate while other threads use the pool).
+  size_t cached() const { return core_->cached(); }
+
+ private:
+  struct Core;
+  struct Chunk {
+    alignas(T) std::byte storage[sizeof(T)];
+    Core* core;
+  };
+  static constexpr size_t kShards = 8;
+
+  struct alignas(64) Shard {
+    std::atomic<bool> locked{false};
+    std::vector<Chunk*> free;
+    void lock() noexcept {
+      while (locked.exchange(true, std::memory_order_acquire)) {
+        while (locked.load(std::memory_order_relaxed)) {
+        }
+      }
+    }
+    void unlock() noexcept { locked.store(false, std::memory_order_release); }
+  };
+
+  struct Core {
+    explicit Core(size_t max_cached) : per_shard_limit(max_cached / kShards + 1) {}
+    Core(const Core&) = delete;
+    Core& operator=(const Core&) = delete;
+    // A chunk recycled while release_owner() was draining may still sit in a list: free it here.
+    ~Core() {
+      for (Shard& s : shards) {
+        for (Chunk* c : s.free) delete c;
+      }
+    }
+    const size_t per_shard_limit;
+    Shard shards[kShards];
+    // 1 for the ObjectPool handle + 1 per live object; the last one out deletes the core.
+    std::atomic<size_t> refs{1};
+    std::atomic<size_t> live{0};
+    std::atomic<bool> owner_gone{false};
+
+    Shard& my_shard() noexcept {
+      return shards[std::hash<std::thread::id>()(std::this_thread::get_id()) % kShards];
+    }
+    Chunk* acquire() {
+      refs.fetch_add(1, std::memory_order_relaxed);
+      Shard& s = my_shard();
+      s.lock();
+      Chunk* c = nullptr;
+      if (!s.free.empty()) {
+        c = s.free.back();
+        s.free.pop_back();
+      }
+      s.unlock();
+      if (c == nullptr) {
+        c = new Chunk;
+        c->core = this;
+      }
+      return c;
+    }
+    // Returns a chunk whose object was destroyed (or never built) and drops its core reference.
+    void recycle(Chunk* c) {
+      bool kept = false;
+      if (!owner_gone.load(std::memory_order_acquire)) {
+        Shard& s = my_shard();
+        s.lock();
+        if (s.free.size() < per_shard_limit) {
+          s.free.push_back(c);
+          kept = true;
+        }
+        s.unlock();
+      }
+      if (!kept) delete c;
+      unref();
+    }
+    void release_owner() {
+      owner_gone.store(true, std::memory_order_release);
+      for (Shard& s : shards) {
+        s.lock();
+        for (Chunk* c : s.free) delete c;
+        s.free.clear();
+        s.unlock();
+      }
+      unref();
+    }
+    void unref() {
+      if (refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+    }
+    size_t cached() {
+      size_t n = 0;
+      for (Shard& s : shards) {
+        s.lock();
+        n += s.free.size();
+        s.unlock();
+      }
+      return n;
+    }
+  };
+
+  static void deleter(Object* obj) noexcept {
+    T* t = static_cast<T*>(obj);
+    // The T sits at offset 0 of its chunk (storage is the chunk's first member).
+    Chunk* chunk = reinterpret_cast<Chunk*>(reinterpret_cast<std::byte*>(t));
+    t->~T();
+    detail::track_object_destroyed();
+    Core* core = chunk->core;
+    core->live.fetch_sub(1, std::memory_order_relaxed);
+    core->recycle(chunk);
+  }
+
+  Core* core_;
+};
+
+}  // namespace chanflow

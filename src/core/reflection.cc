@@ -1,0 +1,36 @@
+#include "chanflow/core/reflection.h"
+
+#include <mutex>
+#include <shared_mutex>
+#include <unordered_map>
+
+namespace chanflow {
+namespace {
+
+struct ReflectionTable {
+  std::shared_mutex mutex;
+  std::unordered_map<uint32_t, ReflectionInfo> by_index;
+};
+
+ReflectionTable& table() {
+  static auto* t = new ReflectionTable();  // leaked: usable during static destruction
+  return *t;
+}
+
+}  // namespace
+
+void register_reflection(uint32_t type_index, ReflectionInfo info) {
+  ReflectionTable& t = table();
+  std::unique_lock lock(t.mutex);
+  t.by_index.emplace(type_index, info);
+}
+
+std::optional<ReflectionInfo> find_reflection(uint32_t type_index) {
+  ReflectionTable& t = table();
+  std::shared_lock lock(t.mutex);
+  auto it = t.by_index.find(type_index);
+  if (it == t.by_index.end()) return std::nullopt;
+  return it->second;
+}
+
+}  // namespace chanflow
