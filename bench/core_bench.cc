@@ -1,0 +1,243 @@
+// core_bench — chanflow's object layer under Google Benchmark: make_object, is_instance (range
+// fast path and overflow path), ObjectPool, Array<Int>, Map<Int, Int>. The std:: peers of these
+// shapes (make_shared, dynamic_cast, new/delete, std::vector, std::unordered_map) are in
+// bench/peers/cpp/std_baselines.cc with the same loop bodies; scripts/bench.py runs both and
+// prints the ratios against the PERFORMANCE.md targets.
+//
+//   build/release/bench/chanflow_core_bench --benchmark_filter=MakeObject
+#include <benchmark/benchmark.h>
+
+#include <array>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "chanflow/core/array.h"
+#include "chanflow/core/boxed.h"
+#include "chanflow/core/map.h"
+#include "chanflow/core/object.h"
+#include "chanflow/core/object_pool.h"
+
+namespace cf = chanflow;
+
+namespace {
+
+// --- object types ----------------------------------------------------------------------------
+
+// The payload of the allocation benchmarks: one int64, like std_baselines.cc's Payload.
+class PayloadObj : public cf::Object {
+ public:
+  explicit PayloadObj(int64_t v) : value(v) {}
+  int64_t value;
+  static constexpr const char* kTypeKey = "bench.Payload";
+  CHANFLOW_DECLARE_FINAL_OBJECT_INFO(PayloadObj, cf::Object);
+};
+
+// Fast path: ExprObj reserves child slots, so AddObj/MulObj fall in its index range and
+// is_instance<ExprObj> is one subtract-and-compare. VarObj is a sibling that is not an Expr.
+class ExprObj : public cf::Object {
+ public:
+  static constexpr const char* kTypeKey = "bench.Expr";
+  static constexpr uint32_t kTypeChildSlots = 8;
+  CHANFLOW_DECLARE_OBJECT_INFO(ExprObj, cf::Object);
+};
+class AddObj : public ExprObj {
+ public:
+  static constexpr const char* kTypeKey = "bench.Add";
+  CHANFLOW_DECLARE_FINAL_OBJECT_INFO(AddObj, ExprObj);
+};
+class MulObj : public ExprObj {
+ public:
+  static constexpr const char* kTypeKey = "bench.Mul";
+  CHANFLOW_DECLARE_FINAL_OBJECT_INFO(MulObj, ExprObj);
+};
+class VarObj : public cf::Object {
+ public:
+  static constexpr const char* kTypeKey = "bench.Var";
+  CHANFLOW_DECLARE_FINAL_OBJECT_INFO(VarObj, cf::Object);
+};
+
+// Overflow path: DeepBaseObj reserves no child slots, so DeepLeafObj (a grandchild) is found
+// through the ancestor table, not the range check.
+class DeepBaseObj : public cf::Object {
+ public:
+  static constexpr const char* kTypeKey = "bench.DeepBase";
+  static constexpr uint32_t kTypeChildSlots = 0;
+  static constexpr bool kTypeChildSlotsCanOverflow = true;
+  CHANFLOW_DECLARE_OBJECT_INFO(DeepBaseObj, cf::Object);
+};
+class DeepMidObj : public DeepBaseObj {
+ public:
+  static constexpr const char* kTypeKey = "bench.DeepMid";
+  static constexpr uint32_t kTypeChildSlots = 0;
+  static constexpr bool kTypeChildSlotsCanOverflow = true;
+  CHANFLOW_DECLARE_OBJECT_INFO(DeepMidObj, DeepBaseObj);
+};
+class DeepLeafObj : public DeepMidObj {
+ public:
+  static constexpr const char* kTypeKey = "bench.DeepLeaf";
+  CHANFLOW_DECLARE_FINAL_OBJECT_INFO(DeepLeafObj, DeepMidObj);
+};
+
+constexpr int kMix = 64;  // objects per is_instance sweep; type pattern i % 3 as in the peer
+
+// --- allocation --------------------------------------------------------------------------------
+
+void BM_MakeObject(benchmark::State& state) {
+  int64_t i = 0;
+  for (auto _ : state) {
+    cf::ObjectPtr<PayloadObj> p = cf::make_object<PayloadObj>(i++);
+    benchmark::DoNotOptimize(p.get());
+  }
+}
+BENCHMARK(BM_MakeObject);
+
+void BM_PoolMake(benchmark::State& state) {
+  cf::ObjectPool<PayloadObj> pool;
+  int64_t i = 0;
+  for (auto _ : state) {
+    cf::ObjectPtr<PayloadObj> p = pool.make(i++);
+    benchmark::DoNotOptimize(p.get());
+  }
+}
+BENCHMARK(BM_PoolMake);
+
+// --- is_instance -------------------------------------------------------------------------------
+
+std::vector<cf::ObjectRef> fast_path_mix() {
+  std::vector<cf::ObjectRef> v;
+  for (int i = 0; i < kMix; ++i) {
+    switch (i % 3) {
+      case 0:
+        v.emplace_back(cf::make_object<AddObj>());
+        break;
+      case 1:
+        v.emplace_back(cf::make_object<MulObj>());
+        break;
+      default:
+        v.emplace_back(cf::make_object<VarObj>());
+        break;
+    }
+  }
+  return v;
+}
+
+void BM_IsInstanceFast(benchmark::State& state) {
+  std::vector<cf::ObjectRef> objs = fast_path_mix();
+  std::vector<const cf::Object*> ptrs;
+  for (auto& o : objs) ptrs.push_back(o.get());
+  for (auto _ : state) {
+    int hits = 0;
+    for (const cf::Object* p : ptrs) {
+      benchmark::DoNotOptimize(p);
+      hits += p->is_instance<ExprObj>() ? 1 : 0;
+    }
+    if (hits != 43) state.SkipWithError("is_instance fast path: wrong answer");
+    benchmark::DoNotOptimize(hits);
+  }
+  state.SetItemsProcessed(state.iterations() * kMix);
+}
+BENCHMARK(BM_IsInstanceFast);
+
+void BM_IsInstanceOverflow(benchmark::State& state) {
+  std::vector<cf::ObjectRef> objs;
+  for (int i = 0; i < kMix; ++i) {
+    if (i % 3 == 2) {
+      objs.emplace_back(cf::make_object<VarObj>());
+    } else {
+      objs.emplace_back(cf::make_object<DeepLeafObj>());
+    }
+  }
+  std::vector<const cf::Object*> ptrs;
+  for (auto& o : objs) ptrs.push_back(o.get());
+  for (auto _ : state) {
+    int hits = 0;
+    for (const cf::Object* p : ptrs) {
+      benchmark::DoNotOptimize(p);
+      hits += p->is_instance<DeepBaseObj>() ? 1 : 0;
+    }
+    if (hits != 43) state.SkipWithError("is_instance overflow path: wrong answer");
+    benchmark::DoNotOptimize(hits);
+  }
+  state.SetItemsProcessed(state.iterations() * kMix);
+}
+BENCHMARK(BM_IsInstanceOverflow);
+
+// --- containers --------------------------------------------------------------------------------
+
+constexpr int64_t kElems = 1000;
+
+void BM_ArrayPushBack(benchmark::State& state) {
+  for (auto _ : state) {
+    cf::Array<cf::Int> a;
+    for (int64_t i = 0; i < kElems; ++i) a.push_back(cf::Int(i));
+    benchmark::DoNotOptimize(a.get());
+  }
+  state.SetItemsProcessed(state.iterations() * kElems);
+}
+BENCHMARK(BM_ArrayPushBack);
+
+void BM_ArrayIndex(benchmark::State& state) {
+  cf::Array<cf::Int> a;
+  for (int64_t i = 0; i < kElems; ++i) a.push_back(cf::Int(i));
+  for (auto _ : state) {
+    int64_t sum = 0;
+    for (size_t i = 0; i < a.size(); ++i) sum += a[i].value();
+    if (sum != kElems * (kElems - 1) / 2) state.SkipWithError("Array index: wrong sum");
+    benchmark::DoNotOptimize(sum);
+  }
+  state.SetItemsProcessed(state.iterations() * kElems);
+}
+BENCHMARK(BM_ArrayIndex);
+
+// 1k int keys (spread, not dense), looked up in a shuffled order, as in the unordered_map peer.
+std::vector<int64_t> map_keys() {
+  std::vector<int64_t> keys;
+  for (int64_t i = 0; i < kElems; ++i) keys.push_back(i * 7919 + 13);
+  return keys;
+}
+std::vector<int64_t> shuffled(std::vector<int64_t> keys) {
+  std::mt19937_64 rng(42);
+  std::shuffle(keys.begin(), keys.end(), rng);
+  return keys;
+}
+
+void BM_MapLookup(benchmark::State& state) {
+  const std::vector<int64_t> keys = map_keys();
+  cf::Map<cf::Int, cf::Int> m;
+  for (int64_t k : keys) m.set(cf::Int(k), cf::Int(k + 1));
+  const std::vector<int64_t> order = shuffled(keys);
+  int64_t expect = 0;
+  for (int64_t k : keys) expect += k + 1;
+  for (auto _ : state) {
+    int64_t sum = 0;
+    for (int64_t k : order) sum += m.get(k)->value();
+    if (sum != expect) state.SkipWithError("Map lookup: wrong sum");
+    benchmark::DoNotOptimize(sum);
+  }
+  state.SetItemsProcessed(state.iterations() * kElems);
+}
+BENCHMARK(BM_MapLookup);
+
+// The same with boxed Int keys (the generic K path: hash and compare through the key object).
+void BM_MapLookupBoxedKey(benchmark::State& state) {
+  const std::vector<int64_t> keys = map_keys();
+  cf::Map<cf::Int, cf::Int> m;
+  for (int64_t k : keys) m.set(cf::Int(k), cf::Int(k + 1));
+  std::vector<cf::Int> order;
+  for (int64_t k : shuffled(keys)) order.emplace_back(k);
+  int64_t expect = 0;
+  for (int64_t k : keys) expect += k + 1;
+  for (auto _ : state) {
+    int64_t sum = 0;
+    for (const cf::Int& k : order) sum += m.get(k)->value();
+    if (sum != expect) state.SkipWithError("Map lookup: wrong sum");
+    benchmark::DoNotOptimize(sum);
+  }
+  state.SetItemsProcessed(state.iterations() * kElems);
+}
+BENCHMARK(BM_MapLookupBoxedKey);
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,3 @@
+module chanflow.dev/bench/peers/go
+
+go 1.19
