@@ -124,6 +124,7 @@ class Map : public ObjectRef {
   explicit Map(ObjectPtr<Object> data) noexcept : ObjectRef(std::move(data)) {}
 
   const MapObj* operator->() const noexcept { return static_cast<const MapObj*>(data_.get()); }
+  using ObjectRef::get;  // the node pointer; get(key) below looks a key up
 
   size_t size() const noexcept { return node().entries.size(); }
   bool empty() const noexcept { return size() == 0; }
@@ -143,6 +144,11 @@ class Map : public ObjectRef {
     return value_at(node().find(detail::hash_string(key), [&](const ObjectRef& k) {
       return static_cast<const StringObj*>(k.get())->data == key;
     }));
+  }
+  std::optional<V> get(const char* key) const
+    requires std::is_same_v<K, String>
+  {
+    return get(std::string_view(key));
   }
   std::optional<V> get(int64_t key) const
     requires std::is_same_v<K, Int>
