@@ -9,7 +9,8 @@ install(TARGETS ${_layers} chanflow_all
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(DIRECTORY include/chanflow DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-install(DIRECTORY ${PROJECT_BINARY_DIR}/include/chanflow DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+# Generated headers (protobuf) live in the build tree.
+install(DIRECTORY ${PROJECT_BINARY_DIR}/include/chanflow DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} OPTIONAL)
 install(EXPORT chanflowTargets NAMESPACE chanflow::
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/chanflow)
 
@@ -28,5 +29,7 @@ foreach(_l IN LISTS _layers)
   get_target_property(_out ${_l} OUTPUT_NAME)
   string(PREPEND CHANFLOW_PC_LIBS "-l${_out} ")
 endforeach()
+file(RELATIVE_PATH CHANFLOW_PC_TO_PREFIX
+  "/prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/prefix")
 configure_file(cmake/chanflow.pc.in ${PROJECT_BINARY_DIR}/chanflow.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/chanflow.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
