@@ -52,7 +52,7 @@ int main() {
   // 3. Copy-on-write containers shared by every kind of value.
   cf::Map<cf::String, cf::ObjectRef> model{{"layers", layers}, {"lr", cf::Float(0.05)}};
   cf::Map<cf::String, cf::ObjectRef> variant = model;  // shares the node
-  variant.set("lr", cf::Float(0.01));                    // copies, the original is untouched
+  variant.set("lr", cf::Float(0.01));                  // copies, the original is untouched
   std::cout << "model lr=" << cf::downcast<cf::Float>(*model.get("lr")).value()
             << ", variant lr=" << cf::downcast<cf::Float>(*variant.get("lr")).value() << "\n";
 
@@ -72,8 +72,9 @@ int main() {
     auto l = pool.make();
     l->units = i;
   }
-  const double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0)
-                        .count() / kRounds;
+  const double ns =
+      std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() /
+      kRounds;
   std::cout << "pool: " << kRounds << " make+release cycles, " << ns << " ns each, "
             << pool.cached() << " chunk(s) cached\n";
 

@@ -214,12 +214,13 @@ class Loader {
       CHANFLOW_THROW(Error) << "from_json: malformed JSON: " << e.what();
     }
     if (!doc.is_object() || !doc.contains("format") || doc["format"] != kFormat) {
-      CHANFLOW_THROW(Error) << "from_json: not a chanflow object graph (missing \"format\": \""
-                            << kFormat << "\")";
+      CHANFLOW_THROW(Error) << R"(from_json: not a chanflow object graph (missing "format": ")"
+                            << kFormat << R"("))";
     }
     if (!doc.contains("version") || doc["version"] != kVersion) {
-      CHANFLOW_THROW(Error) << "from_json: unsupported version " << doc.value("version", Json()).dump()
-                            << " (this build reads version " << kVersion << ")";
+      CHANFLOW_THROW(Error) << "from_json: unsupported version "
+                            << doc.value("version", Json()).dump() << " (this build reads version "
+                            << kVersion << ")";
     }
     if (!doc.contains("nodes") || !doc["nodes"].is_array()) {
       CHANFLOW_THROW(Error) << "from_json: \"nodes\" must be an array";
@@ -242,7 +243,7 @@ class Loader {
   }
 
   ObjectRef ref(const Json& j, const std::string& what) const {
-    if (j.is_null()) return ObjectRef();
+    if (j.is_null()) return {};
     if (!j.is_number_integer()) fail(what + " must be a node index or null");
     const int64_t idx = j.get<int64_t>();
     if (idx < 0 || static_cast<size_t>(idx) >= current_) {

@@ -34,7 +34,8 @@ TypeRegistry& TypeRegistry::global() {
 }
 
 TypeRegistry::TypeRegistry() : state_(new State()) {
-  auto* root = new TypeInfo{TypeIndex::kObject, TypeIndex::kObject, 0, 0, true, false, "Object", {}};
+  auto* root =
+      new TypeInfo{TypeIndex::kObject, TypeIndex::kObject, 0, 0, true, false, "Object", {}};
   state_->table[TypeIndex::kObject].store(root, std::memory_order_release);
   state_->by_key.emplace(root->key, root->index);
 }
@@ -64,8 +65,8 @@ uint32_t TypeRegistry::register_type(const detail::TypeSpec& spec) {
   if (spec.static_index != TypeIndex::kDynamic) {
     if (spec.static_index >= TypeIndex::kStaticEnd || spec.static_index <= parent->index ||
         state_->table[spec.static_index].load(std::memory_order_relaxed) != nullptr) {
-      CHANFLOW_THROW(Error) << "type registry: static index " << spec.static_index << " of '"
-                            << key << "' is taken, not below " << TypeIndex::kStaticEnd
+      CHANFLOW_THROW(Error) << "type registry: static index " << spec.static_index << " of '" << key
+                            << "' is taken, not below " << TypeIndex::kStaticEnd
                             << " or not above its parent's";
     }
     if (spec.child_slots != 0) {
@@ -91,14 +92,9 @@ uint32_t TypeRegistry::register_type(const detail::TypeSpec& spec) {
                             << "cannot register '" << key << "'";
     }
   }
-  auto* info = new TypeInfo{index,
-                            parent->index,
-                            parent->depth + 1,
-                            spec.child_slots,
-                            spec.child_slots_can_overflow,
-                            spec.final,
-                            key,
-                            parent->ancestors};
+  auto* info = new TypeInfo{
+      index,      parent->index, parent->depth + 1, spec.child_slots, spec.child_slots_can_overflow,
+      spec.final, key,           parent->ancestors};
   info->ancestors.push_back(parent->index);
   state_->by_key.emplace(key, index);
   state_->table[index].store(info, std::memory_order_release);
@@ -143,7 +139,7 @@ std::string TypeRegistry::dump() const {
   while (!stack.empty()) {
     const TypeInfo* info = state_->table[stack.back()].load(std::memory_order_relaxed);
     stack.pop_back();
-    out << std::string(2 * info->depth, ' ') << info->index << ' ' << info->key;
+    out << std::string(2 * size_t{info->depth}, ' ') << info->index << ' ' << info->key;
     if (info->final) out << " [final]";
     if (info->child_slots != 0) {
       auto used = state_->slots_used.find(info->index);
@@ -159,9 +155,7 @@ std::string TypeRegistry::dump() const {
 
 namespace detail {
 
-uint32_t register_type(const TypeSpec& spec) {
-  return TypeRegistry::global().register_type(spec);
-}
+uint32_t register_type(const TypeSpec& spec) { return TypeRegistry::global().register_type(spec); }
 
 bool is_overflow_descendant(uint32_t child, uint32_t ancestor) noexcept {
   return TypeRegistry::global().is_descendant(child, ancestor);

@@ -65,8 +65,7 @@ TEST(ObjectRef, TypedHandlesAndDowncast) {
     (void)cf::downcast<cf::String>(any);
     ADD_FAILURE();
   } catch (const cf::TypeError& e) {
-    EXPECT_STREQ(e.what(),
-                 "downcast: expected an object of type 'String' but got 'test.Counted'");
+    EXPECT_STREQ(e.what(), "downcast: expected an object of type 'String' but got 'test.Counted'");
   }
 }
 

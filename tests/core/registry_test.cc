@@ -45,8 +45,7 @@ TEST(TypeRegistry, LookupsBothWaysAndDump) {
   EXPECT_EQ(reg.find(cf::TypeRegistry::kMaxTypeIndex + 5), nullptr);
   const std::string dump = reg.dump();
   EXPECT_NE(dump.find("test.Shape (child slots 1/2"), std::string::npos) << dump;
-  EXPECT_NE(dump.find("    " + std::to_string(circle) + " test.Circle [final]"),
-            std::string::npos)
+  EXPECT_NE(dump.find("    " + std::to_string(circle) + " test.Circle [final]"), std::string::npos)
       << dump;
 }
 

@@ -68,12 +68,32 @@ class Array : public ObjectRef {
     explicit const_iterator(std::vector<ObjectRef>::const_iterator it) : it_(it) {}
     T operator*() const { return detail::element_cast<T>(*it_); }
     T operator[](difference_type n) const { return detail::element_cast<T>(it_[n]); }
-    const_iterator& operator++() { ++it_; return *this; }
-    const_iterator operator++(int) { auto t = *this; ++it_; return t; }
-    const_iterator& operator--() { --it_; return *this; }
-    const_iterator operator--(int) { auto t = *this; --it_; return t; }
-    const_iterator& operator+=(difference_type n) { it_ += n; return *this; }
-    const_iterator& operator-=(difference_type n) { it_ -= n; return *this; }
+    const_iterator& operator++() {
+      ++it_;
+      return *this;
+    }
+    const_iterator operator++(int) {
+      auto t = *this;
+      ++it_;
+      return t;
+    }
+    const_iterator& operator--() {
+      --it_;
+      return *this;
+    }
+    const_iterator operator--(int) {
+      auto t = *this;
+      --it_;
+      return t;
+    }
+    const_iterator& operator+=(difference_type n) {
+      it_ += n;
+      return *this;
+    }
+    const_iterator& operator-=(difference_type n) {
+      it_ -= n;
+      return *this;
+    }
     friend const_iterator operator+(const_iterator a, difference_type n) { return a += n; }
     friend const_iterator operator+(difference_type n, const_iterator a) { return a += n; }
     friend const_iterator operator-(const_iterator a, difference_type n) { return a -= n; }

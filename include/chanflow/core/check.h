@@ -39,8 +39,8 @@ struct CheckVoidify {
 
 }  // namespace chanflow::detail
 
-#define CHANFLOW_CHECK(cond)                  \
-  (cond) ? (void)0                            \
+#define CHANFLOW_CHECK(cond)                    \
+  (cond) ? (void)0                              \
          : ::chanflow::detail::CheckVoidify() & \
                ::chanflow::detail::CheckFailure(__FILE__, __LINE__, #cond)
 

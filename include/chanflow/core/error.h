@@ -5,7 +5,8 @@
 //
 //   try { ch.send(v); } catch (const cf::ChannelClosedError& e) { ... }
 //
-// Throw with the streaming macro, which builds the message from anything fmt or iostreams can print:
+// Throw with the streaming macro, which builds the message from anything fmt or iostreams can
+// print:
 //
 //   CHANFLOW_THROW(cf::TypeError) << "downcast: expected " << want << ", got " << got;
 #pragma once
@@ -60,7 +61,8 @@ class CHANFLOW_API TypeError : public Error {
   using Error::Error;
 };
 
-// Shapes do not agree (broadcasting, matmul, reshape ...); the message names both shapes and the op.
+// Shapes do not agree (broadcasting, matmul, reshape ...); the message names both shapes and the
+// op.
 class CHANFLOW_API ShapeError : public Error {
  public:
   using Error::Error;

@@ -1,7 +1,8 @@
 // json.h — save and load graphs of objects as JSON, through reflection.
 //
 //   std::string text = cf::to_json(root);        // shared references stay shared
-//   cf::ObjectRef copy = cf::from_json(text);    // throws cf::Error on malformed or ill-typed input
+//   cf::ObjectRef copy = cf::from_json(text);    // throws cf::Error on malformed or ill-typed
+//   input
 //
 // Format: {"format": "chanflow.json", "version": 1, "root": R, "nodes": [...]}. Each node is
 // {"type": key, ...}: String/Int/Float/Bool carry "value", Array "items", Map "keys" and "values",

@@ -134,25 +134,17 @@ class Map : public ObjectRef {
   bool contains(const K& key) const noexcept { return index_of(key) != MapObj::kNotFound; }
   size_t count(const K& key) const noexcept { return contains(key) ? 1 : 0; }
   // The value for key, or nullopt.
-  std::optional<V> get(const K& key) const {
-    return value_at(index_of(key));
-  }
+  std::optional<V> get(const K& key) const { return value_at(index_of(key)); }
   // Lookup by raw content without allocating a key object (Map<String, V> and Map<Int, V>).
-  std::optional<V> get(std::string_view key) const
-    requires std::is_same_v<K, String>
-  {
+  std::optional<V> get(std::string_view key) const requires std::is_same_v<K, String> {
     return value_at(node().find(detail::hash_string(key), [&](const ObjectRef& k) {
       return static_cast<const StringObj*>(k.get())->data == key;
     }));
   }
-  std::optional<V> get(const char* key) const
-    requires std::is_same_v<K, String>
-  {
+  std::optional<V> get(const char* key) const requires std::is_same_v<K, String> {
     return get(std::string_view(key));
   }
-  std::optional<V> get(int64_t key) const
-    requires std::is_same_v<K, Int>
-  {
+  std::optional<V> get(int64_t key) const requires std::is_same_v<K, Int> {
     return value_at(node().find(detail::hash_int(key), [&](const ObjectRef& k) {
       return static_cast<const IntObj*>(k.get())->value == key;
     }));

@@ -77,10 +77,10 @@ uint32_t register_type_of() {
   using Parent = typename T::ParentObjectType;
   static_assert(!Parent::kTypeFinal, "cannot derive from a final object type");
   // Static members are inherited: a kTypeIndex equal to the parent's was not declared by T.
-  constexpr bool declares_static_index =
+  constexpr bool kDeclaresStaticIndex =
       T::kTypeIndex != Parent::kTypeIndex && T::kTypeIndex != TypeIndex::kDynamic;
   return register_type(TypeSpec{T::kTypeKey,
-                                declares_static_index ? T::kTypeIndex : TypeIndex::kDynamic,
+                                kDeclaresStaticIndex ? T::kTypeIndex : TypeIndex::kDynamic,
                                 Parent::runtime_type_index(), T::kTypeChildSlots,
                                 T::kTypeChildSlotsCanOverflow, T::kTypeFinal});
 }
@@ -372,28 +372,28 @@ inline ObjectPtr<Object>& detail::ObjectUnsafe::mutable_ptr(ObjectRef& ref) noex
 
 // Defines the constructors and accessors of a typed handle `TypeName : ParentType` over ObjectName.
 // Access is const: handles to shared objects must not mutate them (containers copy on write).
-#define CHANFLOW_DEFINE_OBJECT_REF(TypeName, ParentType, ObjectName)                 \
-  using ContainerType = ObjectName;                                                  \
-  TypeName() noexcept = default;                                                     \
-  explicit TypeName(::chanflow::ObjectPtr<::chanflow::Object> data) noexcept         \
-      : ParentType(std::move(data)) {}                                               \
-  const ObjectName* operator->() const noexcept {                                    \
-    return static_cast<const ObjectName*>(data_.get());                              \
-  }                                                                                  \
-  const ObjectName* get() const noexcept { return operator->(); }                   \
+#define CHANFLOW_DEFINE_OBJECT_REF(TypeName, ParentType, ObjectName)         \
+  using ContainerType = ObjectName;                                          \
+  TypeName() noexcept = default;                                             \
+  explicit TypeName(::chanflow::ObjectPtr<::chanflow::Object> data) noexcept \
+      : ParentType(std::move(data)) {}                                       \
+  const ObjectName* operator->() const noexcept {                            \
+    return static_cast<const ObjectName*>(data_.get());                      \
+  }                                                                          \
+  const ObjectName* get() const noexcept { return operator->(); }            \
   static_assert(true, "require a semicolon")
 
 // Like CHANFLOW_DEFINE_OBJECT_REF, for objects whose methods are thread-safe and meant to be
 // called through shared handles (channels, scopes): access is non-const.
-#define CHANFLOW_DEFINE_MUTABLE_OBJECT_REF(TypeName, ParentType, ObjectName)         \
-  using ContainerType = ObjectName;                                                  \
-  TypeName() noexcept = default;                                                     \
-  explicit TypeName(::chanflow::ObjectPtr<::chanflow::Object> data) noexcept         \
-      : ParentType(std::move(data)) {}                                               \
-  ObjectName* operator->() const noexcept {                                          \
-    return static_cast<ObjectName*>(const_cast<::chanflow::Object*>(data_.get()));   \
-  }                                                                                  \
-  ObjectName* get() const noexcept { return operator->(); }                         \
+#define CHANFLOW_DEFINE_MUTABLE_OBJECT_REF(TypeName, ParentType, ObjectName)       \
+  using ContainerType = ObjectName;                                                \
+  TypeName() noexcept = default;                                                   \
+  explicit TypeName(::chanflow::ObjectPtr<::chanflow::Object> data) noexcept       \
+      : ParentType(std::move(data)) {}                                             \
+  ObjectName* operator->() const noexcept {                                        \
+    return static_cast<ObjectName*>(const_cast<::chanflow::Object*>(data_.get())); \
+  }                                                                                \
+  ObjectName* get() const noexcept { return operator->(); }                        \
   static_assert(true, "require a semicolon")
 
 // Converts a handle to a more specific handle type. A null ref gives a null TRef. Throws TypeError
@@ -403,8 +403,8 @@ TRef downcast(ObjectRef ref) {
   using TObj = typename TRef::ContainerType;
   if (ref.defined() && !ref->template is_instance<TObj>()) {
     CHANFLOW_THROW(TypeError) << "downcast: expected an object of type '"
-                              << detail::type_key_of(TObj::runtime_type_index())
-                              << "' but got '" << ref->type_key() << "'";
+                              << detail::type_key_of(TObj::runtime_type_index()) << "' but got '"
+                              << ref->type_key() << "'";
   }
   return TRef(detail::ObjectUnsafe::move_ptr(std::move(ref)));
 }

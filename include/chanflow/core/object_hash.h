@@ -1,7 +1,7 @@
 // object_hash.h — the hashing and equality Map uses for keys.
 //
-// Strings compare and hash by content, boxed scalars (Int, Float, Bool) by value, every other object
-// by identity. A null handle equals only a null handle.
+// Strings compare and hash by content, boxed scalars (Int, Float, Bool) by value, every other
+// object by identity. A null handle equals only a null handle.
 #pragma once
 
 #include <bit>

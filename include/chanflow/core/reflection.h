@@ -93,7 +93,7 @@ class CHANFLOW_API FieldVisitor {
   void operator()(std::string_view name, bool* value) { visit(name, value); }
   void operator()(std::string_view name, std::string* value) { visit(name, value); }
   template <class TRef>
-    requires std::is_base_of_v<ObjectRef, TRef>
+  requires std::is_base_of_v<ObjectRef, TRef>
   void operator()(std::string_view name, TRef* value) {
     static const RefFieldType type{&detail::RefTypeTraits<TRef>::accepts,
                                    &detail::RefTypeTraits<TRef>::name};
@@ -103,7 +103,7 @@ class CHANFLOW_API FieldVisitor {
 
 // What the registry knows about a reflected type.
 struct ReflectionInfo {
-  ObjectRef (*create)();                          // a default-constructed instance
+  ObjectRef (*create)();  // a default-constructed instance
   void (*visit_fields)(Object* self, FieldVisitor& visitor);
 };
 
@@ -114,14 +114,14 @@ CHANFLOW_API std::optional<ReflectionInfo> find_reflection(uint32_t type_index);
 
 template <class T>
 uint32_t register_reflection() {
-  static_assert(std::is_default_constructible_v<T>, "reflected types must be default-constructible");
+  static_assert(std::is_default_constructible_v<T>,
+                "reflected types must be default-constructible");
   const uint32_t index = T::runtime_type_index();
-  register_reflection(index, ReflectionInfo{
-                                 [] { return ObjectRef(make_object<T>()); },
-                                 [](Object* self, FieldVisitor& v) {
-                                   static_cast<T*>(self)->visit_fields(v);
-                                 },
-                             });
+  register_reflection(
+      index, ReflectionInfo{
+                 [] { return ObjectRef(make_object<T>()); },
+                 [](Object* self, FieldVisitor& v) { static_cast<T*>(self)->visit_fields(v); },
+             });
   return index;
 }
 
@@ -132,6 +132,6 @@ uint32_t register_reflection() {
 // Registers a type's reflection at program start. Use at namespace scope in a .cc file that the
 // program links for other reasons too (static libraries drop unreferenced object files), or call
 // chanflow::register_reflection<T>() yourself before loading.
-#define CHANFLOW_REGISTER_REFLECTION(TypeName)                                     \
-  [[maybe_unused]] static const uint32_t CHANFLOW_REFLECTION_CONCAT(             \
+#define CHANFLOW_REGISTER_REFLECTION(TypeName)                       \
+  [[maybe_unused]] static const uint32_t CHANFLOW_REFLECTION_CONCAT( \
       chanflow_reflection_reg_, __COUNTER__) = ::chanflow::register_reflection<TypeName>()

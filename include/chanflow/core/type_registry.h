@@ -27,13 +27,13 @@ namespace chanflow {
 // Immutable once published: readers never lock.
 struct TypeInfo {
   uint32_t index;
-  uint32_t parent_index;               // equals index for Object
-  uint32_t depth;                      // Object is 0
-  uint32_t child_slots;                // reserved for descendants: [index + 1, index + child_slots]
+  uint32_t parent_index;  // equals index for Object
+  uint32_t depth;         // Object is 0
+  uint32_t child_slots;   // reserved for descendants: [index + 1, index + child_slots]
   bool child_slots_can_overflow;
   bool final;
   std::string key;
-  std::vector<uint32_t> ancestors;     // ancestors[d] is the index of the ancestor at depth d
+  std::vector<uint32_t> ancestors;  // ancestors[d] is the index of the ancestor at depth d
 };
 
 class CHANFLOW_API TypeRegistry {

@@ -70,8 +70,8 @@ TEST(TvmJson, ContainersAndSpecialDoubles) {
   m.set("pi", cf::Float(3.25));
   m.set("nan", cf::Float(std::nan("")));
   m.set("inf", cf::Float(-INFINITY));
-  m.set("list", cf::Array<cf::ObjectRef>{cf::Int(1), cf::String("two"), cf::Bool(true),
-                                         cf::ObjectRef()});
+  m.set("list",
+        cf::Array<cf::ObjectRef>{cf::Int(1), cf::String("two"), cf::Bool(true), cf::ObjectRef()});
   cf::ObjectRef back = cf::from_json(cf::to_json(m));
   auto mm = cf::downcast<cf::Map<cf::String, cf::ObjectRef>>(back);
   EXPECT_EQ(cf::downcast<cf::Float>(*mm.get("pi")).value(), 3.25);

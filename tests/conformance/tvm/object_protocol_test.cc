@@ -6,8 +6,8 @@
 #include <atomic>
 #include <set>
 #include <stdexcept>
-#include <utility>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "chanflow/core.h"
