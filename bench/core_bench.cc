@@ -136,6 +136,7 @@ void BM_IsInstanceFast(benchmark::State& state) {
     benchmark::DoNotOptimize(hits);
   }
   state.SetItemsProcessed(state.iterations() * kMix);
+  state.counters["ops_per_iter"] = static_cast<double>(kMix);
 }
 BENCHMARK(BM_IsInstanceFast);
 
@@ -160,6 +161,7 @@ void BM_IsInstanceOverflow(benchmark::State& state) {
     benchmark::DoNotOptimize(hits);
   }
   state.SetItemsProcessed(state.iterations() * kMix);
+  state.counters["ops_per_iter"] = static_cast<double>(kMix);
 }
 BENCHMARK(BM_IsInstanceOverflow);
 
@@ -174,6 +176,7 @@ void BM_ArrayPushBack(benchmark::State& state) {
     benchmark::DoNotOptimize(a.get());
   }
   state.SetItemsProcessed(state.iterations() * kElems);
+  state.counters["ops_per_iter"] = static_cast<double>(kElems);
 }
 BENCHMARK(BM_ArrayPushBack);
 
@@ -187,6 +190,7 @@ void BM_ArrayIndex(benchmark::State& state) {
     benchmark::DoNotOptimize(sum);
   }
   state.SetItemsProcessed(state.iterations() * kElems);
+  state.counters["ops_per_iter"] = static_cast<double>(kElems);
 }
 BENCHMARK(BM_ArrayIndex);
 
@@ -216,6 +220,7 @@ void BM_MapLookup(benchmark::State& state) {
     benchmark::DoNotOptimize(sum);
   }
   state.SetItemsProcessed(state.iterations() * kElems);
+  state.counters["ops_per_iter"] = static_cast<double>(kElems);
 }
 BENCHMARK(BM_MapLookup);
 
@@ -235,6 +240,7 @@ void BM_MapLookupBoxedKey(benchmark::State& state) {
     benchmark::DoNotOptimize(sum);
   }
   state.SetItemsProcessed(state.iterations() * kElems);
+  state.counters["ops_per_iter"] = static_cast<double>(kElems);
 }
 BENCHMARK(BM_MapLookupBoxedKey);
 

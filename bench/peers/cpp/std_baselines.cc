@@ -65,6 +65,7 @@ void run_casts(benchmark::State& state, const std::vector<std::unique_ptr<Node>>
     benchmark::DoNotOptimize(hits);
   }
   state.SetItemsProcessed(state.iterations() * kMix);
+  state.counters["ops_per_iter"] = static_cast<double>(kMix);
 }
 
 // Peer of BM_IsInstanceFast: is this Add/Mul/Var an Expr?
@@ -110,6 +111,7 @@ void BM_VectorPushBack(benchmark::State& state) {
     benchmark::DoNotOptimize(a.data());
   }
   state.SetItemsProcessed(state.iterations() * kElems);
+  state.counters["ops_per_iter"] = static_cast<double>(kElems);
 }
 BENCHMARK(BM_VectorPushBack);
 
@@ -124,6 +126,7 @@ void BM_VectorIndex(benchmark::State& state) {
     benchmark::DoNotOptimize(sum);
   }
   state.SetItemsProcessed(state.iterations() * kElems);
+  state.counters["ops_per_iter"] = static_cast<double>(kElems);
 }
 BENCHMARK(BM_VectorIndex);
 
@@ -143,6 +146,7 @@ void BM_UnorderedMapLookup(benchmark::State& state) {
     benchmark::DoNotOptimize(sum);
   }
   state.SetItemsProcessed(state.iterations() * kElems);
+  state.counters["ops_per_iter"] = static_cast<double>(kElems);
 }
 BENCHMARK(BM_UnorderedMapLookup);
 

@@ -1,0 +1,704 @@
+#!/usr/bin/env python3
+"""Side-by-side benchmarks: chanflow against its peers, in one run, on this machine.
+
+Builds chanflow in release (CMake preset) and every peer program (bench/peers/: Go, Boost.Fiber,
+oneTBB flow graph, std:: baselines, OpenBLAS/memcpy) outside the source tree, runs each shape
+several times, takes medians, and prints one table: area, shape, chanflow, peer, ratio, target,
+met / not met. Targets are those of design/PERFORMANCE.md, as ratios against a peer measured in the
+same run. Writes build/bench/results.json, build/bench/results.png (gnuplot) and appends a dated
+section to docs/benchmarks.md.
+
+    python3 scripts/bench.py              # full run (several minutes on 2 cores)
+    python3 scripts/bench.py --quick      # smoke run: fewer repetitions, smaller counts
+    python3 scripts/bench.py --only objects
+
+Peers run in the environment PERFORMANCE.md prescribes: Go under GOMAXPROCS=1/2/4 (compared with
+chanflow at the same worker count), Boost.Fiber with GLIBC_TUNABLES keeping freed stacks faulted
+in, OpenBLAS single-threaded. Nothing here edits a number: every figure comes from a program run.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BUILD = ROOT / "build" / "release"
+PEERS = ROOT / "build" / "peers"
+OUT = ROOT / "build" / "bench"
+DOC = ROOT / "docs" / "benchmarks.md"
+
+BOOST_ENV = {
+    "GLIBC_TUNABLES": "glibc.malloc.trim_threshold=4000000000:glibc.malloc.mmap_threshold=4000000000"
+}
+WORKERS = (1, 2, 4)
+AREAS = ("channels", "select", "green threads", "scaling", "objects", "tensor", "graph",
+         "executor")
+
+
+def log(msg):
+    print(f"[bench] {msg}", file=sys.stderr, flush=True)
+
+
+def run(cmd, env=None, cwd=None, timeout=3600):
+    """Runs a command, returns stdout; raises with its stderr on failure."""
+    full_env = dict(os.environ)
+    if env:
+        full_env.update(env)
+    log("$ " + " ".join(str(c) for c in cmd) +
+        ("" if not env else "   [" + " ".join(f"{k}={v}" for k, v in env.items()) + "]"))
+    p = subprocess.run([str(c) for c in cmd], env=full_env, cwd=cwd, capture_output=True,
+                       text=True, timeout=timeout)
+    if p.returncode != 0:
+        first_error = next((l.strip() for l in (p.stdout + "\n" + p.stderr).splitlines()
+                            if re.search(r"\berror\b", l, re.I)), "")
+        raise RuntimeError(f"{Path(str(cmd[0])).name} failed ({p.returncode}): {first_error[:200]}"
+                           f"\n{p.stderr[-4000:]}\n{p.stdout[-2000:]}")
+    return p.stdout
+
+
+class Unavailable(Exception):
+    """A source of numbers that cannot run here (its program does not exist yet, ...)."""
+
+
+# ------------------------------------------------------------------------------------------------
+# Sources: each returns {key: [samples]} in the unit its rows declare.
+
+class Sources:
+    def __init__(self, args):
+        self.args = args
+        self.reps = args.reps
+        self.cache = {}
+        self.versions = {}
+        self.built = {}
+        self.build_errors = {}
+
+    def get(self, name):
+        if name not in self.cache:
+            try:
+                self.cache[name] = getattr(self, "src_" + name.split(":")[0])(*name.split(":")[1:])
+            except Unavailable as e:
+                self.cache[name] = e
+            except (RuntimeError, subprocess.TimeoutExpired) as e:
+                log(f"source {name} failed: {e}")
+                self.cache[name] = Unavailable(f"{name} failed: {str(e).splitlines()[0]}")
+        return self.cache[name]
+
+    # --- building --------------------------------------------------------------------------
+
+    def build_chanflow(self):
+        if "chanflow" in self.built:
+            return self.built["chanflow"]
+        if not self.args.no_build:
+            run(["cmake", "--preset", "release"], cwd=ROOT)
+            help_out = run(["cmake", "--build", "--preset", "release", "--target", "help"], cwd=ROOT)
+            targets = sorted(set(re.findall(r"^(chanflow_\w*bench\w*):", help_out, re.M)))
+            log(f"benchmark targets: {targets}")
+            for t in targets:  # one at a time: a layer that does not compile yet costs only its rows
+                try:
+                    run(["cmake", "--build", "--preset", "release", "-j2", "--target", t], cwd=ROOT)
+                except RuntimeError as e:
+                    self.build_errors[t] = str(e).splitlines()[0]
+                    log(f"{t} did not build: {e}")
+        self.built["chanflow"] = True
+        return True
+
+    def chanflow_exe(self, target, what):
+        self.build_chanflow()
+        if target in self.build_errors:
+            raise Unavailable(f"{target} did not build ({what})")
+        exe = BUILD / "bench" / target
+        if not exe.exists():
+            raise Unavailable(f"{target} not built ({what})")
+        return exe
+
+    def build_peer(self, name):
+        if name in self.built:
+            return self.built[name]
+        PEERS.mkdir(parents=True, exist_ok=True)
+        out = PEERS / name
+        cpp = ROOT / "bench" / "peers" / "cpp"
+        flags = ["-O2", "-std=c++20", "-DNDEBUG", "-I", cpp]
+        cmds = {
+            "gopeer": (["go", "build", "-o", out, "."], ROOT / "bench" / "peers" / "go"),
+            "boost_fiber_peer": (["g++", *flags, cpp / "boost_fiber_peer.cc", "-o", out,
+                                  "-lboost_fiber", "-lboost_context", "-pthread"], None),
+            "tbb_flow_peer": (["g++", *flags, cpp / "tbb_flow_peer.cc", "-o", out, "-ltbb",
+                               "-pthread"], None),
+            "std_baselines": (["g++", *flags, cpp / "std_baselines.cc", "-o", out, "-lbenchmark",
+                               "-pthread"], None),
+            "blas_memcpy_peer": (["g++", *flags, cpp / "blas_memcpy_peer.cc", "-o", out,
+                                  "-lbenchmark", "-lopenblas", "-pthread"], None),
+        }
+        cmd, cwd = cmds[name]
+        if not self.args.no_build or not out.exists():
+            run(cmd, cwd=cwd)
+        self.built[name] = out
+        return out
+
+    # --- Google Benchmark programs ----------------------------------------------------------
+
+    def gbench(self, exe, filt=None, env=None, reps=None, min_time=None):
+        """Runs a Google Benchmark binary; returns {name: [per-repetition value]}.
+
+        Value: counter ns_per_op if present (runtime shapes, timed inside a green thread), else
+        real time per iteration divided by counter ops_per_iter (batches), in ns; counters named
+        bytes_per_thread are returned as they are."""
+        reps = reps or self.reps
+        cmd = [exe, "--benchmark_format=json", f"--benchmark_repetitions={reps}"]
+        if filt:
+            cmd.append(f"--benchmark_filter={filt}")
+        if min_time:
+            cmd.append(f"--benchmark_min_time={min_time}")
+        data = json.loads(run(cmd, env=env))
+        ctx = data.get("context", {})
+        self.versions.setdefault("google-benchmark library_build_type",
+                                 ctx.get("library_build_type", "?"))
+        per_unit = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
+        res = {}
+        for b in data["benchmarks"]:
+            if b.get("run_type") != "iteration":
+                continue
+            if b.get("error_occurred"):
+                raise RuntimeError(f"{exe.name} {b['name']}: {b.get('error_message')}")
+            name = re.sub(r"/(real|manual)_time$", "", b["name"])
+            name = re.sub(r"/iterations:\d+", "", name)
+            if "bytes_per_thread" in b:
+                v = b["bytes_per_thread"]
+            elif "ns_per_op" in b:
+                v = b["ns_per_op"]
+            else:
+                v = b["real_time"] * per_unit[b.get("time_unit", "ns")] / b.get("ops_per_iter", 1)
+            res.setdefault(name, []).append(v)
+            for k in ("bytes_per_second", "flops"):
+                if k in b:
+                    res.setdefault(name + "#" + k, []).append(b[k])
+        return res
+
+    def src_cf_core(self):
+        exe = self.chanflow_exe("chanflow_core_bench", "core layer")
+        return self.gbench(exe, min_time=self.args.min_time)
+
+    def src_std(self):
+        return self.gbench(self.build_peer("std_baselines"), min_time=self.args.min_time)
+
+    def src_cf_runtime(self):
+        exe = self.chanflow_exe("chanflow_runtime_bench", "runtime layer")
+        env = {"CHANFLOW_BENCH_SCALE": str(self.args.scale)}
+        res = self.gbench(exe, filt="-ParkedMemory", env=env)
+        for w in (1, 2):
+            name = f"BM_ParkedMemory100k/{w}"
+            for _ in range(self.args.mem_reps):
+                one = self.gbench(exe, filt=f"^{name}$", env=env, reps=1)
+                res.setdefault(name, []).extend(one[name])
+        return res
+
+    def src_cf_tensor(self):
+        self.build_chanflow()
+        exes = sorted((BUILD / "bench" / "tensor").glob("*bench*")) if (BUILD / "bench" / "tensor").exists() else []
+        exes = [e for e in exes if e.is_file() and os.access(e, os.X_OK)]
+        if not exes:
+            raise Unavailable("no tensor benchmark binary (bench/tensor/) built yet")
+        res = {}
+        for e in exes:
+            res.update(self.gbench(e, env={"OPENBLAS_NUM_THREADS": "1"},
+                                   min_time=self.args.min_time))
+        return res
+
+    def src_blas(self):
+        return self.gbench(self.build_peer("blas_memcpy_peer"), env={"OPENBLAS_NUM_THREADS": "1"},
+                           min_time=self.args.min_time)
+
+    # --- RESULT-line programs ------------------------------------------------------------------
+
+    def parse_results(self, text):
+        res = {}
+        lines = text.splitlines()
+        if lines and lines[0].startswith("# "):  # the program's banner: its peer's version
+            self.versions[lines[0][2:].split()[0]] = lines[0][2:]
+        for line in lines:
+            if line.startswith("RESULT "):
+                _, key, _unit, *vals = line.split()
+                res.setdefault(key, []).extend(float(v) for v in vals)
+        return res
+
+    def src_go(self, procs):
+        exe = self.build_peer("gopeer")
+        self.versions["go"] = run(["go", "version"]).strip()
+        env = {"GOMAXPROCS": procs}
+        res = self.parse_results(run([exe, "-reps", self.reps, "-scale", self.args.scale], env=env))
+        for _ in range(self.args.mem_reps):
+            one = self.parse_results(run([exe, "-only", "^parked_mem100k$"], env=env))
+            for k, v in one.items():
+                res.setdefault(k, []).extend(v)
+        return res
+
+    def src_gotest(self):
+        """Go's own runtime channel benchmarks: go test -run NONE -bench ... runtime."""
+        pattern = ("Chan|Select" if self.args.go_all else
+                   "^Benchmark(ChanProdCons(0|10|100)|ChanSem|ChanNonblocking|SelectUncontended|"
+                   "SelectNonblock)$")
+        cmd = ["go", "test", "-run", "NONE", "-bench", pattern, "-cpu",
+               ",".join(str(w) for w in WORKERS), "-count", self.reps,
+               "-benchtime", "200ms" if self.args.quick else "1s", "runtime"]
+        out = run(cmd, cwd="/tmp", timeout=7200)
+        OUT.mkdir(parents=True, exist_ok=True)
+        (OUT / "go_test_runtime.txt").write_text(out)
+        res = {}
+        for m in re.finditer(r"^Benchmark(\w+?)(?:-(\d+))?\s+\d+\s+([\d.]+) ns/op", out, re.M):
+            res.setdefault(f"{m.group(1)}/{m.group(2) or 1}", []).append(float(m.group(3)))
+        return res
+
+    def src_boost(self):
+        exe = self.build_peer("boost_fiber_peer")
+        return self.parse_results(run([exe, "--reps", self.reps, "--scale", self.args.scale],
+                                      env=BOOST_ENV))
+
+    def src_tbb(self, threads):
+        exe = self.build_peer("tbb_flow_peer")
+        return self.parse_results(run([exe, "--reps", self.reps, "--threads", threads, "--nodes",
+                                       100000]))
+
+
+# ------------------------------------------------------------------------------------------------
+# The table. A row compares chanflow's `cf` key with a peer's key; `target` is (op, bound) on
+# ratio = chanflow / peer in the row's unit ('<=' for times, '>=' for rates), or None (reported
+# for context, no target). `conv` converts a sample (ns per op, ...) to the row's display unit.
+
+def per_s(ns):
+    return 1e3 / ns  # ns per message -> M messages per second
+
+
+def rows():
+    r = []
+
+    def add(area, shape, cf, peer, peer_name, unit, target=None, conv=None, note=""):
+        r.append(dict(area=area, shape=shape, cf=cf, peer=peer, peer_name=peer_name, unit=unit,
+                      target=target, conv=conv, note=note))
+
+    for w in (1, 2):
+        go = f"go:{w}"
+        gname = f"Go GOMAXPROCS={w}"
+        add("channels", f"unbuffered ping-pong round trip, {w} worker{'s' * (w > 1)}",
+            ("cf_runtime", f"BM_PingPong/{w}"), (go, "pingpong"), gname, "ns",
+            ("<=", 0.5) if w == 1 else None)
+        add("channels", f"buffered(128) 1P->1C throughput, {w} worker{'s' * (w > 1)}",
+            ("cf_runtime", f"BM_Buffered128/{w}"), (go, "buffered128"), gname, "M msg/s",
+            (">=", 2.0), per_s)
+    add("channels", "unbuffered ping-pong round trip, 1 worker", ("cf_runtime", "BM_PingPong/1"),
+        ("boost", "pingpong"), "Boost.Fiber 1 thread", "ns")
+    add("channels", "buffered(128) 1P->1C throughput, 1 worker", ("cf_runtime", "BM_Buffered128/1"),
+        ("boost", "buffered128"), "Boost.Fiber 1 thread", "M msg/s", (">=", 1.0), per_s)
+    for w in (1, 2):
+        for b in ("ChanProdCons0", "ChanProdCons10", "ChanProdCons100", "ChanSem",
+                  "ChanNonblocking"):
+            add("channels", f"Go's {b}, {w} worker{'s' * (w > 1)}", ("cf_runtime", f"BM_{b}/{w}"),
+                ("gotest", f"{b}/{w}"), f"go test runtime -cpu {w}", "ns/op", ("<=", 1.0))
+    for w in (1, 2):
+        go = f"go:{w}"
+        gname = f"Go GOMAXPROCS={w}"
+        ws = f"{w} worker{'s' * (w > 1)}"
+        add("select", f"2-case select, uncontended (cap-1 chans), {ws}",
+            ("cf_runtime", f"BM_Select2Uncontended/{w}"), (go, "select2_uncontended"), gname, "ns",
+            ("<=", 0.5))
+        add("select", f"select + default on empty chan, {ws}",
+            ("cf_runtime", f"BM_SelectDefault/{w}"), (go, "select_default"), gname, "ns",
+            ("<=", 1.0))
+        add("select", f"select over 2 chans fed by 2 producers, {ws}",
+            ("cf_runtime", f"BM_Select2Producers/{w}"), (go, "select2_producers"), gname, "ns/msg")
+    for w in (1, 2):
+        go = f"go:{w}"
+        gname = f"Go GOMAXPROCS={w}"
+        ws = f"{w} worker{'s' * (w > 1)}"
+        add("green threads", f"spawn 100k, each sends once, {ws}",
+            ("cf_runtime", f"BM_Spawn100k/{w}"), (go, "spawn100k"), gname, "ns/thread",
+            ("<=", 0.5))
+        add("green threads", f"10k daisy chain pass, {ws}", ("cf_runtime", f"BM_Daisy10k/{w}"),
+            (go, "daisy10k"), gname, "ms", ("<=", 0.5), lambda ns: ns / 1e6)
+        add("green threads", f"skynet 1M leaves, {ws}", ("cf_runtime", f"BM_Skynet1M/{w}"),
+            (go, "skynet1m"), gname, "ms", ("<=", 0.5) if w == 2 else None,
+            lambda ns: ns / 1e6)
+    add("green threads", "spawn 100k, each sends once, 1 worker", ("cf_runtime", "BM_Spawn100k/1"),
+        ("boost", "spawn100k"), "Boost.Fiber 1 thread", "ns/thread")
+    add("green threads", "10k daisy chain pass, 1 worker", ("cf_runtime", "BM_Daisy10k/1"),
+        ("boost", "daisy10k"), "Boost.Fiber 1 thread", "ms", None, lambda ns: ns / 1e6)
+    for w in (1, 2):
+        add("green threads", f"resident memory per parked green thread at 100k, {w} worker"
+            + "s" * (w > 1), ("cf_runtime", f"BM_ParkedMemory100k/{w}"),
+            (f"go:{w}", "parked_mem100k"), f"Go GOMAXPROCS={w} (RSS)", "KiB",
+            ("abs<=", 8.0), lambda b: b / 1024, "target is absolute: <= 8 KiB")
+    # Scaling: chanflow's time ratio (more workers / fewer) against Go's for the same shape.
+    for b in ("ChanProdCons0", "ChanProdCons10", "ChanProdCons100"):
+        for lo, hi in ((1, 2), (2, 4)):
+            add("scaling", f"{b}: time at {hi} workers / {lo}",
+                ("scale", "cf_runtime", f"BM_{b}/{hi}", f"BM_{b}/{lo}"),
+                ("scale", "gotest", f"{b}/{hi}", f"{b}/{lo}"), f"Go -cpu {lo}->{hi}", "x",
+                ("<=", 1.0) if (lo, hi) == (1, 2) else None)
+    for w in (2, 4):
+        add("scaling", f"unbuffered ping-pong, {w} workers / 1",
+            ("scale", "cf_runtime", f"BM_PingPong/{w}", "BM_PingPong/1"),
+            ("scale", "go_pair", f"{w}", "pingpong"), f"Go GOMAXPROCS=1->{w}", "x")
+        add("scaling", f"skynet 1M, {w} workers / 1",
+            ("scale", "cf_runtime", f"BM_Skynet1M/{w}", "BM_Skynet1M/1"),
+            ("scale", "go_pair", f"{w}", "skynet1m"), f"Go GOMAXPROCS=1->{w}", "x")
+    # Objects (core).
+    add("objects", "make_object + release", ("cf_core", "BM_MakeObject"), ("std", "BM_MakeShared"),
+        "std::make_shared", "ns", ("<=", 1.0))
+    add("objects", "is_instance, range fast path", ("cf_core", "BM_IsInstanceFast"),
+        ("std", "BM_DynamicCastShallow"), "dynamic_cast", "ns", ("<=", 0.5))
+    add("objects", "is_instance, overflow path (grandchild)", ("cf_core", "BM_IsInstanceOverflow"),
+        ("std", "BM_DynamicCastDeep"), "dynamic_cast", "ns")
+    add("objects", "ObjectPool make + release", ("cf_core", "BM_PoolMake"), ("std", "BM_NewDelete"),
+        "new/delete", "ns")
+    add("objects", "ObjectPool make + release", ("cf_core", "BM_PoolMake"),
+        ("cf_core", "BM_MakeObject"), "chanflow make_object", "ns")
+    add("objects", "Array<Int> push_back (1k)", ("cf_core", "BM_ArrayPushBack"),
+        ("std", "BM_VectorPushBack"), "std::vector<int64_t>", "ns/elem")
+    add("objects", "Array<Int> index (1k)", ("cf_core", "BM_ArrayIndex"),
+        ("std", "BM_VectorIndex"), "std::vector<int64_t>", "ns/elem")
+    add("objects", "Map<Int,Int> lookup, 1k int keys", ("cf_core", "BM_MapLookup"),
+        ("std", "BM_UnorderedMapLookup"), "std::unordered_map", "ns", ("<=", 1.2))
+    add("objects", "Map<Int,Int> lookup by boxed Int key", ("cf_core", "BM_MapLookupBoxedKey"),
+        ("std", "BM_UnorderedMapLookup"), "std::unordered_map", "ns")
+    # Tensor: chanflow's side comes from bench/tensor/ (matched by name), the peers from here.
+    add("tensor", "elementwise add, 64 MiB float32", ("tensor_match", r"(?i)add", "bytes_per_second"),
+        ("blas", "BM_Memcpy/67108864#bytes_per_second"), "memcpy 64 MiB", "GB/s", (">=", 0.8),
+        lambda b: b / 1e9)
+    add("tensor", "elementwise mul, 64 MiB float32", ("tensor_match", r"(?i)mul", "bytes_per_second"),
+        ("blas", "BM_Memcpy/67108864#bytes_per_second"), "memcpy 64 MiB", "GB/s", (">=", 0.8),
+        lambda b: b / 1e9)
+    add("tensor", "matmul 1024^2 float32", ("tensor_match", r"(?i)mat_?mul|gemm", "flops"),
+        ("blas", "BM_SgemmDirect/1024#flops"), "OpenBLAS sgemm direct", "GFLOP/s", (">=", 0.95),
+        lambda f: f / 1e9)
+    # GoMachine (graph layer) against oneTBB flow graph: per-node run time, 100k empty nodes.
+    for t in (1, 2):
+        for shape, key in (("linear chain", "graph_chain_run"), ("fan-out", "graph_fanout_run")):
+            add("graph", f"per-node overhead, 100k-node {shape}, {t} worker{'s' * (t > 1)}",
+                ("na", "GoMachine (graph layer) does not exist yet"), (f"tbb:{t}", key),
+                f"oneTBB flow graph {t} thread{'s' * (t > 1)}", "ns/node", ("<=", 1.5))
+    add("graph", "wide graph with tensor work, 2 workers, vs own TapeMachine",
+        ("na", "GoMachine / TapeMachine do not exist yet"), ("na", "chanflow's own TapeMachine"),
+        "chanflow TapeMachine", "x", (">=", 1.7))
+    add("executor", "per-op dispatch, trivial op in a 1M-iteration while loop",
+        ("na", "executor (exec layer) does not exist yet"), ("na", "absolute target"), "—",
+        "ns/op", ("abs<=", 200.0))
+    return r
+
+
+def samples(sources, spec, conv):
+    """Samples for one side of a row, converted; or an Unavailable explaining why not."""
+    kind = spec[0]
+    if kind == "na":
+        return Unavailable(spec[1])
+    if kind == "scale":
+        _, src, hi, lo = spec
+        if src == "go_pair":  # ("scale", "go_pair", procs, key): Go at GOMAXPROCS=procs / at 1
+            a, b = sources.get(f"go:{hi}"), sources.get("go:1")
+            hi = lo
+        else:  # ("scale", source, key_hi, key_lo): both keys from one source
+            a = b = sources.get(src)
+        for s in (a, b):
+            if isinstance(s, Unavailable):
+                return s
+        if hi not in a or lo not in b:
+            return Unavailable(f"{src}: missing {hi} or {lo}")
+        return [statistics.median(a[hi]) / statistics.median(b[lo])]
+    if kind == "tensor_match":
+        _, pattern, counter = spec
+        data = sources.get("cf_tensor")
+        if isinstance(data, Unavailable):
+            return data
+        names = [k for k in data if k.endswith("#" + counter) and re.search(pattern, k)]
+        if not names:
+            return Unavailable(f"bench/tensor reports no benchmark matching {pattern} with {counter}")
+        vals = data[sorted(names)[0]]
+        return [conv(v) if conv else v for v in vals]
+    data = sources.get(kind)
+    if isinstance(data, Unavailable):
+        return data
+    if spec[1] not in data:
+        return Unavailable(f"{kind} did not report {spec[1]}")
+    return [conv(v) if conv else v for v in data[spec[1]]]
+
+
+def spread(vals):
+    if len(vals) < 2:
+        return 0.0
+    med = statistics.median(vals)
+    return 100.0 * (max(vals) - min(vals)) / med if med else 0.0
+
+
+def evaluate(sources, only):
+    table = []
+    for row in rows():
+        if only and row["area"] != only:
+            continue
+        cf = samples(sources, row["cf"], row["conv"])
+        peer = samples(sources, row["peer"], row["conv"])
+        entry = dict(area=row["area"], shape=row["shape"], peer=row["peer_name"], unit=row["unit"],
+                     note=row["note"])
+        for side, s in (("chanflow", cf), ("peer_value", peer)):
+            if isinstance(s, Unavailable):
+                entry[side] = None
+                entry[side + "_why"] = str(s)
+            else:
+                entry[side] = statistics.median(s)
+                entry[side + "_samples"] = s
+                entry[side + "_spread_pct"] = spread(s)
+        target = row["target"]
+        entry["target"] = None if target is None else f"{target[0]} {target[1]:g}"
+        if target and target[0] == "abs<=":
+            entry["ratio"] = (entry["chanflow"] / entry["peer_value"]
+                              if entry["chanflow"] is not None and entry["peer_value"] else None)
+            entry["target"] = f"<= {target[1]:g} {row['unit']}"
+            entry["met"] = None if entry["chanflow"] is None else entry["chanflow"] <= target[1]
+        else:
+            if entry["chanflow"] is not None and entry["peer_value"] not in (None, 0):
+                entry["ratio"] = entry["chanflow"] / entry["peer_value"]
+            else:
+                entry["ratio"] = None
+            if target is None or entry["ratio"] is None:
+                entry["met"] = None
+            elif target[0] == "<=":
+                entry["met"] = entry["ratio"] <= target[1]
+            else:
+                entry["met"] = entry["ratio"] >= target[1]
+            if target is not None:
+                entry["target"] = f"{target[0]} {target[1]:g}x"
+        table.append(entry)
+    return table
+
+
+# ------------------------------------------------------------------------------------------------
+# Output
+
+def fmt(v):
+    if v is None:
+        return "n/a"
+    if abs(v) >= 100:
+        return f"{v:,.0f}"
+    if abs(v) >= 10:
+        return f"{v:.1f}"
+    return f"{v:.3g}" if abs(v) < 1 else f"{v:.2f}"
+
+
+def cell(entry, side):
+    v = entry[side]
+    if v is None:
+        return "n/a"
+    sp = entry.get(side + "_spread_pct", 0.0)
+    n = len(entry.get(side + "_samples", []))
+    return f"{fmt(v)} ±{sp:.0f}%" if n > 1 else fmt(v)
+
+
+def verdict(entry):
+    if entry["met"] is None:
+        if entry["target"] is None:
+            return "(no target)"
+        return "n/a"
+    return "met" if entry["met"] else "NOT met"
+
+
+def render_table(table, markdown):
+    head = ["area", "shape", "chanflow", "peer", "peer (which)", "unit", "ratio", "target",
+            "result"]
+    lines = []
+    for e in table:
+        lines.append([e["area"], e["shape"], cell(e, "chanflow"), cell(e, "peer_value"), e["peer"],
+                      e["unit"], "n/a" if e["ratio"] is None else f"{e['ratio']:.2f}x",
+                      e["target"] or "—", verdict(e)])
+    if markdown:
+        out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        out += ["| " + " | ".join(l) + " |" for l in lines]
+        return "\n".join(out)
+    widths = [max(len(h), *(len(l[i]) for l in lines)) if lines else len(h)
+              for i, h in enumerate(head)]
+    out = ["  ".join(h.ljust(w) for h, w in zip(head, widths)),
+           "  ".join("-" * w for w in widths)]
+    out += ["  ".join(c.ljust(w) for c, w in zip(l, widths)) for l in lines]
+    return "\n".join(out)
+
+
+def reasons(table):
+    seen = []
+    for e in table:
+        for side in ("chanflow_why", "peer_value_why"):
+            if side in e and e[side] not in seen:
+                seen.append(e[side])
+    return seen
+
+
+def chart(table, path):
+    """Bar chart of ratio / target bound per row that has both (1.0 = exactly on target;
+    below 1 is good for '<=' rows, so '>=' rows are inverted to read the same way)."""
+    if shutil.which("gnuplot") is None:
+        log("gnuplot not found: no chart")
+        return None
+    pts = []
+    for e in table:
+        if e["ratio"] is None or e["target"] is None or e["met"] is None:
+            continue
+        bound = float(re.search(r"[\d.]+", e["target"]).group())
+        if e["target"].startswith("<= ") and not e["target"].endswith("x"):
+            score = e["chanflow"] / bound  # absolute target
+        elif e["target"].startswith(">="):
+            score = bound / e["ratio"] if e["ratio"] > 0 else 100.0
+        else:
+            score = e["ratio"] / bound
+        label = f"{e['shape']} vs {e['peer']}".replace('"', "'")
+        pts.append((label, score, e["met"]))
+    if not pts:
+        return None
+    dat = path.with_suffix(".dat")
+    with open(dat, "w") as f:
+        for i, (label, score, met) in enumerate(pts):
+            f.write(f'{i} {score:.6g} {1 if met else 0} "{label}"\n')
+    probe = subprocess.run(["gnuplot", "-e", "set terminal"], capture_output=True, text=True)
+    term = "pngcairo" if re.search(r"^\s*pngcairo\b", probe.stdout + probe.stderr, re.M) else "png"
+    height = max(400, 22 * len(pts) + 120)
+    # One horizontal bar per row from 1 (on target) to its score, on a log axis: green = met.
+    script = f"""
+set terminal {term} size 1200,{height} noenhanced
+set output '{path}'
+set title 'chanflow vs peers: ratio / target bound (left of 1 = target met)'
+set style fill solid 0.8
+set logscale x 2
+set xrange [0.03:32]
+set yrange [-1:{len(pts)}]
+set ytics scale 0 font ',8'
+set grid xtics
+set arrow from 1, graph 0 to 1, graph 1 nohead lw 2 lc rgb 'black'
+unset key
+plot '{dat}' using 2:1:($2 < 1 ? $2 : 1):($2 < 1 ? 1 : $2):($1 - 0.35):($1 + 0.35):($3 == 1 ? 0x2e7d32 : 0xc62828):ytic(4) with boxxy lc rgb variable
+"""
+    gp = path.with_suffix(".gp")
+    gp.write_text(script)
+    p = subprocess.run(["gnuplot", str(gp)], capture_output=True, text=True)
+    if p.returncode != 0:
+        log(f"gnuplot failed: {p.stderr}")
+        return None
+    return path
+
+
+def machine():
+    cpu = "?"
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return dict(nproc=os.cpu_count(), cpu=cpu, kernel=platform.release(),
+                compiler=subprocess.run(["c++", "--version"], capture_output=True,
+                                        text=True).stdout.splitlines()[0])
+
+
+def commit():
+    p = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                       text=True)
+    sha = p.stdout.strip() or "?"
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+                           capture_output=True, text=True).stdout.strip()
+    return sha + ("-dirty" if dirty else "")
+
+
+DOC_HEADER = """# chanflow benchmarks
+
+Every section below was appended by `python3 scripts/bench.py` (never edited by hand): chanflow's
+Google Benchmark binaries (`bench/`) and the same shapes written for each peer (`bench/peers/`: Go,
+Boost.Fiber, oneTBB flow graph, OpenBLAS, std:: baselines), built and run in one go on the machine
+named in the section. Figures are medians over repetitions; `±` is the spread (max − min) / median.
+Ratios are chanflow / peer in the row's unit; targets come from `design/PERFORMANCE.md` (times:
+`<=`, rates: `>=`). Rows with "(no target)" are context. chanflow at N workers is compared with Go
+at GOMAXPROCS=N. `n/a` says why a number is missing.
+"""
+
+
+def append_doc(table, meta, png):
+    DOC.parent.mkdir(parents=True, exist_ok=True)
+    if not DOC.exists():
+        DOC.write_text(DOC_HEADER)
+    met = sum(1 for e in table if e["met"] is True)
+    not_met = [e for e in table if e["met"] is False]
+    na = sum(1 for e in table if e["met"] is None and e["target"] is not None)
+    parts = [
+        "",
+        f"## {meta['date']} — commit {meta['commit']}" + (" (quick run)" if meta["quick"] else ""),
+        "",
+        f"- Machine: {meta['machine']['nproc']} CPUs, {meta['machine']['cpu']}, Linux "
+        f"{meta['machine']['kernel']}; {meta['machine']['compiler']}",
+        f"- Peers: {'; '.join(f'{k}: {v}' for k, v in meta['versions'].items())}",
+        f"- Repetitions per figure: {meta['reps']}" + (f", scale {meta['scale']}" if
+                                                        meta['scale'] != 1 else "")
+        + (f"; only area '{meta['only']}'" if meta["only"] else ""),
+        f"- Targets: {met} met, {len(not_met)} not met, {na} not measurable yet.",
+        "",
+        render_table(table, markdown=True),
+        "",
+    ]
+    if not_met:
+        parts.append("Not met: " + "; ".join(
+            f"{e['shape']} vs {e['peer']} ({e['ratio']:.2f}x, target {e['target']})"
+            if e["ratio"] is not None else f"{e['shape']} ({fmt(e['chanflow'])} {e['unit']})"
+            for e in not_met) + ".")
+        parts.append("")
+    why = reasons(table)
+    if why:
+        parts.append("Missing numbers: " + "; ".join(why) + ".")
+        parts.append("")
+    if png:
+        parts.append(f"Chart: `{png.relative_to(ROOT)}` (build artefact, regenerated by each run).")
+        parts.append("")
+    with open(DOC, "a") as f:
+        f.write("\n".join(parts))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="smoke run: 3 repetitions, 1/5 counts")
+    ap.add_argument("--only", choices=AREAS, help="run only one area's rows")
+    ap.add_argument("--reps", type=int, help="repetitions per figure (default 5; quick: 3)")
+    ap.add_argument("--no-build", action="store_true", help="use the binaries already built")
+    ap.add_argument("--no-doc", action="store_true", help="do not append to docs/benchmarks.md")
+    ap.add_argument("--go-all", action="store_true",
+                    help="run all of Go's 'Chan|Select' runtime benchmarks (slow), not only "
+                         "those in the table")
+    args = ap.parse_args()
+    args.reps = args.reps or (3 if args.quick else 5)
+    args.scale = 0.2 if args.quick else 1.0
+    args.mem_reps = 2 if args.quick else 3
+    args.min_time = 0.1 if args.quick else 0.5
+
+    OUT.mkdir(parents=True, exist_ok=True)
+    sources = Sources(args)
+    table = evaluate(sources, args.only)
+    print(render_table(table, markdown=False))
+    why = reasons(table)
+    if why:
+        print("\nn/a because: " + "\n  ".join([""] + why))
+    met = sum(1 for e in table if e["met"] is True)
+    not_met = sum(1 for e in table if e["met"] is False)
+    print(f"\ntargets: {met} met, {not_met} not met, "
+          f"{sum(1 for e in table if e['met'] is None and e['target'])} not measurable")
+
+    meta = dict(date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+                commit=commit(), machine=machine(), versions=sources.versions, reps=args.reps,
+                scale=args.scale, quick=args.quick, only=args.only)
+    (OUT / "results.json").write_text(json.dumps(dict(meta=meta, rows=table), indent=1))
+    png = chart(table, OUT / "results.png")
+    log(f"wrote {OUT / 'results.json'}" + (f" and {png}" if png else ""))
+    if not args.no_doc:
+        append_doc(table, meta, png)
+        log(f"appended to {DOC}")
+
+
+if __name__ == "__main__":
+    main()
