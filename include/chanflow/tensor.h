@@ -1,4 +1,17 @@
-// tensor.h — the tensor layer (being built).
+// tensor.h — the tensor layer: Tensor (DLPack-compatible, copy on write), kernels with NumPy
+// broadcasting, matmul through OpenBLAS, .npy files, DLPack exchange, reproducible random tensors.
+//
+//   #include <chanflow/tensor.h>
+//   cf::Tensor x = cf::uniform({2, 3}, 0, 1, /*seed=*/1);
+//   cf::Tensor y = cf::softmax(cf::matmul(x, x.transpose()));
 #pragma once
 
 #include "chanflow/core.h"
+#include "chanflow/tensor/blas.h"
+#include "chanflow/tensor/dlpack_interop.h"
+#include "chanflow/tensor/dtype.h"
+#include "chanflow/tensor/npy.h"
+#include "chanflow/tensor/ops.h"
+#include "chanflow/tensor/random.h"
+#include "chanflow/tensor/tensor.h"
+#include "chanflow/tensor/tensor_obj.h"

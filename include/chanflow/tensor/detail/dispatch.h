@@ -1,0 +1,92 @@
+// dispatch.h — private: calling a template with the C++ storage type of a runtime DType.
+//
+//   detail::dispatch_dtype(t.dtype(), [&](auto tag) { using T = typename decltype(tag)::type; ...
+//   });
+#pragma once
+
+#include "chanflow/tensor/dtype.h"
+
+namespace chanflow::detail {
+
+template <class T>
+struct TypeTag {
+  using type = T;
+};
+
+// Calls f(TypeTag<T>{}) where T stores dtype t. All branches must return the same type.
+template <class F>
+decltype(auto) dispatch_dtype(DType t, F&& f) {
+  switch (t) {
+    case DType::kBool:
+      return f(TypeTag<bool>{});
+    case DType::kInt8:
+      return f(TypeTag<int8_t>{});
+    case DType::kInt16:
+      return f(TypeTag<int16_t>{});
+    case DType::kInt32:
+      return f(TypeTag<int32_t>{});
+    case DType::kInt64:
+      return f(TypeTag<int64_t>{});
+    case DType::kUInt8:
+      return f(TypeTag<uint8_t>{});
+    case DType::kFloat16:
+      return f(TypeTag<Half>{});
+    case DType::kFloat32:
+      return f(TypeTag<float>{});
+    case DType::kFloat64:
+      return f(TypeTag<double>{});
+  }
+  CHANFLOW_THROW(TypeError) << "unknown dtype code " << static_cast<int>(t);
+  __builtin_unreachable();  // the thrower's destructor throws
+}
+
+// The type arithmetic on T runs in: float for Half, T otherwise.
+template <class T>
+using ComputeType = std::conditional_t<std::is_same_v<T, Half>, float, T>;
+
+template <class T>
+inline ComputeType<T> load(T v) noexcept {
+  if constexpr (std::is_same_v<T, Half>) {
+    return Half::to_float(v.bits);
+  } else {
+    return v;
+  }
+}
+
+template <class T, class C>
+inline T store(C v) noexcept {
+  if constexpr (std::is_same_v<T, Half>) {
+    return Half::from_bits(Half::from_float(static_cast<float>(v)));
+  } else if constexpr (std::is_same_v<T, bool>) {
+    return v != C{};
+  } else {
+    return static_cast<T>(v);
+  }
+}
+
+// Value conversion as NumPy's astype (unsafe casting) without undefined behaviour: floats to
+// integers truncate toward zero; NaN and out-of-range values give the integer minimum before the
+// (modular) narrowing, like x86's cvttsd2si.
+template <class To, class From>
+inline To convert(From x) noexcept {
+  if constexpr (std::is_same_v<To, From>) {
+    return x;
+  } else if constexpr (std::is_same_v<From, Half>) {
+    return convert<To, float>(Half::to_float(x.bits));
+  } else if constexpr (std::is_same_v<To, Half>) {
+    return Half::from_bits(Half::from_float(static_cast<float>(x)));
+  } else if constexpr (std::is_same_v<To, bool>) {
+    return x != From{};
+  } else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<From>) {
+    // The range test is false for NaN, so NaN takes the minimum too.
+    const double d = static_cast<double>(x);
+    const int64_t i = (d >= -9223372036854775808.0 && d < 9223372036854775808.0)
+                          ? static_cast<int64_t>(d)
+                          : INT64_MIN;
+    return static_cast<To>(i);
+  } else {
+    return static_cast<To>(x);
+  }
+}
+
+}  // namespace chanflow::detail

@@ -1,0 +1,139 @@
+// dtype.cc — dtype names, sizes, NumPy promotion and DLPack codes.
+#include "chanflow/tensor/dtype.h"
+
+#include <array>
+#include <string>
+
+namespace chanflow {
+
+namespace {
+constexpr std::array<int64_t, kNumDTypes> kSizes = {1, 1, 2, 4, 8, 1, 2, 4, 8};
+constexpr std::array<std::string_view, kNumDTypes> kNames = {
+    "bool", "int8", "int16", "int32", "int64", "uint8", "float16", "float32", "float64"};
+
+using D = DType;
+// np.promote_types over (bool, i8, i16, i32, i64, u8, f16, f32, f64), checked against NumPy by
+// tests/tensor/gen_fixtures.py.
+constexpr D kPromote[kNumDTypes][kNumDTypes] = {
+    {D::kBool, D::kInt8, D::kInt16, D::kInt32, D::kInt64, D::kUInt8, D::kFloat16, D::kFloat32,
+     D::kFloat64},
+    {D::kInt8, D::kInt8, D::kInt16, D::kInt32, D::kInt64, D::kInt16, D::kFloat16, D::kFloat32,
+     D::kFloat64},
+    {D::kInt16, D::kInt16, D::kInt16, D::kInt32, D::kInt64, D::kInt16, D::kFloat32, D::kFloat32,
+     D::kFloat64},
+    {D::kInt32, D::kInt32, D::kInt32, D::kInt32, D::kInt64, D::kInt32, D::kFloat64, D::kFloat64,
+     D::kFloat64},
+    {D::kInt64, D::kInt64, D::kInt64, D::kInt64, D::kInt64, D::kInt64, D::kFloat64, D::kFloat64,
+     D::kFloat64},
+    {D::kUInt8, D::kInt16, D::kInt16, D::kInt32, D::kInt64, D::kUInt8, D::kFloat16, D::kFloat32,
+     D::kFloat64},
+    {D::kFloat16, D::kFloat16, D::kFloat32, D::kFloat64, D::kFloat64, D::kFloat16, D::kFloat16,
+     D::kFloat32, D::kFloat64},
+    {D::kFloat32, D::kFloat32, D::kFloat32, D::kFloat64, D::kFloat64, D::kFloat32, D::kFloat32,
+     D::kFloat32, D::kFloat64},
+    {D::kFloat64, D::kFloat64, D::kFloat64, D::kFloat64, D::kFloat64, D::kFloat64, D::kFloat64,
+     D::kFloat64, D::kFloat64},
+};
+}  // namespace
+
+int64_t dtype_size(DType t) noexcept { return kSizes[static_cast<size_t>(t)]; }
+
+std::string_view dtype_name(DType t) noexcept {
+  const auto i = static_cast<size_t>(t);
+  return i < kNames.size() ? kNames[i] : std::string_view("invalid");
+}
+
+DType dtype_from_name(std::string_view name) {
+  for (size_t i = 0; i < kNames.size(); ++i) {
+    if (kNames[i] == name) return static_cast<DType>(i);
+  }
+  CHANFLOW_THROW(TypeError) << "unknown dtype name '" << std::string(name) << "'";
+  __builtin_unreachable();  // the thrower's destructor throws
+}
+
+DType promote_types(DType a, DType b) noexcept {
+  return kPromote[static_cast<size_t>(a)][static_cast<size_t>(b)];
+}
+
+DType float_result_type(DType t) noexcept {
+  switch (t) {
+    case DType::kBool:
+    case DType::kInt8:
+    case DType::kUInt8:
+      return DType::kFloat16;
+    case DType::kInt16:
+      return DType::kFloat32;
+    case DType::kInt32:
+    case DType::kInt64:
+      return DType::kFloat64;
+    default:
+      return t;
+  }
+}
+
+DLDataType to_dl_dtype(DType t) noexcept {
+  DLDataType d{};
+  d.lanes = 1;
+  d.bits = static_cast<uint8_t>(dtype_size(t) * 8);
+  switch (t) {
+    case DType::kBool:
+      // Debian's DLPack 0.6 header has no bool code; DLPack 0.8 added kDLBool = 6 (8 bits), which
+      // is what NumPy and PyTorch exchange. Spell the number so newer consumers see a bool.
+      d.code = 6;
+      break;
+    case DType::kUInt8:
+      d.code = kDLUInt;
+      break;
+    case DType::kFloat16:
+    case DType::kFloat32:
+    case DType::kFloat64:
+      d.code = kDLFloat;
+      break;
+    default:
+      d.code = kDLInt;
+      break;
+  }
+  return d;
+}
+
+DType from_dl_dtype(DLDataType d) {
+  if (d.lanes != 1) {
+    CHANFLOW_THROW(TypeError) << "DLPack dtype with " << d.lanes
+                              << " lanes is not supported (only scalar lanes = 1)";
+  }
+  if (d.code == 6 && d.bits == 8) return DType::kBool;
+  if (d.code == kDLInt) {
+    switch (d.bits) {
+      case 8:
+        return DType::kInt8;
+      case 16:
+        return DType::kInt16;
+      case 32:
+        return DType::kInt32;
+      case 64:
+        return DType::kInt64;
+      default:
+        break;
+    }
+  } else if (d.code == kDLUInt && d.bits == 8) {
+    return DType::kUInt8;
+  } else if (d.code == kDLFloat) {
+    switch (d.bits) {
+      case 16:
+        return DType::kFloat16;
+      case 32:
+        return DType::kFloat32;
+      case 64:
+        return DType::kFloat64;
+      default:
+        break;
+    }
+  }
+  CHANFLOW_THROW(TypeError) << "DLPack dtype (code " << static_cast<int>(d.code) << ", bits "
+                            << static_cast<int>(d.bits)
+                            << ") has no chanflow dtype (supported: bool, int8/16/32/64, uint8, "
+                               "float16/32/64)";
+  __builtin_unreachable();  // the thrower's destructor throws
+}
+
+}  // namespace chanflow
