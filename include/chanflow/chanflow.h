@@ -5,5 +5,6 @@
 #pragma once
 
 #include "chanflow/core.h"
+#include "chanflow/ir.h"
 #include "chanflow/runtime.h"
 #include "chanflow/tensor.h"

@@ -6,8 +6,9 @@
 //                                                   // its memory back to the pool, not to malloc
 //
 // Each chunk is the object followed by a pointer to the pool's shared core, so the deleter finds
-// its pool without a global. The core is reference counted by the pool handle and by every live
-// object: objects may outlive the ObjectPool that made them (their memory is then freed normally).
+// its pool without a global. The core is reference counted by the pool handle and by every chunk
+// in existence: objects may outlive the ObjectPool that made them (their memory is then freed
+// normally when they are released).
 //
 // Thread-safety: make() and releases may run on any threads concurrently. Free chunks are kept in
 // kShards lists, each behind a tiny spinlock; a thread uses the shard its id hashes to, so threads
@@ -51,7 +52,6 @@ class ObjectPool {
     }
     detail::ObjectUnsafe::init_header(obj, index, &deleter);
     detail::track_object_created();
-    core_->live.fetch_add(1, std::memory_order_relaxed);
     return detail::ObjectUnsafe::adopt<T>(static_cast<Object*>(obj));
   }
 
@@ -70,6 +70,7 @@ class ObjectPool {
     std::atomic<bool> locked{false};
     std::vector<Chunk*> free;
     void lock() noexcept {
+      // Acquire pairs with unlock's release: the list's contents are handed over with the lock.
       while (locked.exchange(true, std::memory_order_acquire)) {
         while (locked.load(std::memory_order_relaxed)) {
         }
@@ -78,28 +79,24 @@ class ObjectPool {
     void unlock() noexcept { locked.store(false, std::memory_order_release); }
   };
 
+  // Reference counted by the ObjectPool handle and by every chunk in existence (cached or holding
+  // a live object), so the per-object path never touches the count: it changes only when a chunk
+  // is allocated or freed.
   struct Core {
     explicit Core(size_t max_cached) : per_shard_limit(max_cached / kShards + 1) {}
     Core(const Core&) = delete;
     Core& operator=(const Core&) = delete;
-    // A chunk recycled while release_owner() was draining may still sit in a list: free it here.
-    ~Core() {
-      for (Shard& s : shards) {
-        for (Chunk* c : s.free) delete c;
-      }
-    }
+    ~Core() = default;
+
     const size_t per_shard_limit;
     Shard shards[kShards];
-    // 1 for the ObjectPool handle + 1 per live object; the last one out deletes the core.
     std::atomic<size_t> refs{1};
-    std::atomic<size_t> live{0};
     std::atomic<bool> owner_gone{false};
 
     Shard& my_shard() noexcept {
       return shards[std::hash<std::thread::id>()(std::this_thread::get_id()) % kShards];
     }
     Chunk* acquire() {
-      refs.fetch_add(1, std::memory_order_relaxed);
       Shard& s = my_shard();
       s.lock();
       Chunk* c = nullptr;
@@ -111,35 +108,42 @@ class ObjectPool {
       if (c == nullptr) {
         c = new Chunk;
         c->core = this;
+        refs.fetch_add(1, std::memory_order_relaxed);
       }
       return c;
     }
-    // Returns a chunk whose object was destroyed (or never built) and drops its core reference.
+    // Takes back a chunk whose object was destroyed (or never built).
     void recycle(Chunk* c) {
-      bool kept = false;
+      // Acquire pairs with release_owner's store: once the owner is gone, nothing is cached.
       if (!owner_gone.load(std::memory_order_acquire)) {
         Shard& s = my_shard();
         s.lock();
-        if (s.free.size() < per_shard_limit) {
-          s.free.push_back(c);
-          kept = true;
-        }
+        // Re-checked under the lock: release_owner drains each shard under its lock after setting
+        // the flag, so a chunk pushed here is either drained there or never pushed.
+        const bool keep =
+            s.free.size() < per_shard_limit && !owner_gone.load(std::memory_order_relaxed);
+        if (keep) s.free.push_back(c);
         s.unlock();
+        if (keep) return;
       }
-      if (!kept) delete c;
+      delete c;
       unref();
     }
     void release_owner() {
       owner_gone.store(true, std::memory_order_release);
+      size_t freed = 0;
       for (Shard& s : shards) {
         s.lock();
         for (Chunk* c : s.free) delete c;
+        freed += s.free.size();
         s.free.clear();
         s.unlock();
       }
+      if (freed != 0) refs.fetch_sub(freed, std::memory_order_relaxed);
       unref();
     }
     void unref() {
+      // acq_rel: the deleting thread must see every other thread's use of the core.
       if (refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
     }
     size_t cached() {
@@ -159,9 +163,7 @@ class ObjectPool {
     Chunk* chunk = reinterpret_cast<Chunk*>(reinterpret_cast<std::byte*>(t));
     t->~T();
     detail::track_object_destroyed();
-    Core* core = chunk->core;
-    core->live.fetch_sub(1, std::memory_order_relaxed);
-    core->recycle(chunk);
+    chunk->core->recycle(chunk);
   }
 
   Core* core_;

@@ -1,0 +1,4 @@
+// ir.h — the program IR layer (being built).
+#pragma once
+
+#include "chanflow/core.h"
