@@ -279,9 +279,11 @@ def per_s(ns):
 def rows():
     r = []
 
-    def add(area, shape, cf, peer, peer_name, unit, target=None, conv=None, note=""):
+    def add(area, shape, cf, peer, peer_name, unit, target=None, conv=None, note="",
+            peer_conv="same"):
         r.append(dict(area=area, shape=shape, cf=cf, peer=peer, peer_name=peer_name, unit=unit,
-                      target=target, conv=conv, note=note))
+                      target=target, conv=conv, peer_conv=conv if peer_conv == "same" else peer_conv,
+                      note=note))
 
     for w in (1, 2):
         go = f"go:{w}"
@@ -321,14 +323,15 @@ def rows():
             ("cf_runtime", f"BM_Spawn100k/{w}"), (go, "spawn100k"), gname, "ns/thread",
             ("<=", 0.5))
         add("green threads", f"10k daisy chain pass, {ws}", ("cf_runtime", f"BM_Daisy10k/{w}"),
-            (go, "daisy10k"), gname, "ms", ("<=", 0.5), lambda ns: ns / 1e6)
+            (go, "daisy10k"), gname, "ms", ("<=", 0.5), lambda ns: ns / 1e6, peer_conv=None)
         add("green threads", f"skynet 1M leaves, {ws}", ("cf_runtime", f"BM_Skynet1M/{w}"),
             (go, "skynet1m"), gname, "ms", ("<=", 0.5) if w == 2 else None,
-            lambda ns: ns / 1e6)
+            lambda ns: ns / 1e6, peer_conv=None)
     add("green threads", "spawn 100k, each sends once, 1 worker", ("cf_runtime", "BM_Spawn100k/1"),
         ("boost", "spawn100k"), "Boost.Fiber 1 thread", "ns/thread")
     add("green threads", "10k daisy chain pass, 1 worker", ("cf_runtime", "BM_Daisy10k/1"),
-        ("boost", "daisy10k"), "Boost.Fiber 1 thread", "ms", None, lambda ns: ns / 1e6)
+        ("boost", "daisy10k"), "Boost.Fiber 1 thread", "ms", None, lambda ns: ns / 1e6,
+        peer_conv=None)
     for w in (1, 2):
         add("green threads", f"resident memory per parked green thread at 100k, {w} worker"
             + "s" * (w > 1), ("cf_runtime", f"BM_ParkedMemory100k/{w}"),
@@ -384,10 +387,10 @@ def rows():
                 ("na", "GoMachine (graph layer) does not exist yet"), (f"tbb:{t}", key),
                 f"oneTBB flow graph {t} thread{'s' * (t > 1)}", "ns/node", ("<=", 1.5))
     add("graph", "wide graph with tensor work, 2 workers, vs own TapeMachine",
-        ("na", "GoMachine / TapeMachine do not exist yet"), ("na", "chanflow's own TapeMachine"),
+        ("na", "GoMachine / TapeMachine do not exist yet"), ("none",),
         "chanflow TapeMachine", "x", (">=", 1.7))
     add("executor", "per-op dispatch, trivial op in a 1M-iteration while loop",
-        ("na", "executor (exec layer) does not exist yet"), ("na", "absolute target"), "—",
+        ("na", "executor (exec layer) does not exist yet"), ("none",), "—",
         "ns/op", ("abs<=", 200.0))
     return r
 
@@ -395,6 +398,8 @@ def rows():
 def samples(sources, spec, conv):
     """Samples for one side of a row, converted; or an Unavailable explaining why not."""
     kind = spec[0]
+    if kind == "none":  # no peer: the target is absolute or against chanflow itself
+        return Unavailable("")
     if kind == "na":
         return Unavailable(spec[1])
     if kind == "scale":
@@ -441,7 +446,7 @@ def evaluate(sources, only):
         if only and row["area"] != only:
             continue
         cf = samples(sources, row["cf"], row["conv"])
-        peer = samples(sources, row["peer"], row["conv"])
+        peer = samples(sources, row["peer"], row["peer_conv"])
         entry = dict(area=row["area"], shape=row["shape"], peer=row["peer_name"], unit=row["unit"],
                      note=row["note"])
         for side, s in (("chanflow", cf), ("peer_value", peer)):
@@ -530,7 +535,7 @@ def reasons(table):
     seen = []
     for e in table:
         for side in ("chanflow_why", "peer_value_why"):
-            if side in e and e[side] not in seen:
+            if e.get(side) and e[side] not in seen:
                 seen.append(e[side])
     return seen
 
