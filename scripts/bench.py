@@ -303,6 +303,9 @@ def rows():
                   "ChanNonblocking"):
             add("channels", f"Go's {b}, {w} worker{'s' * (w > 1)}", ("cf_runtime", f"BM_{b}/{w}"),
                 ("gotest", f"{b}/{w}"), f"go test runtime -cpu {w}", "ns/op", ("<=", 1.0))
+    # Go's own BenchmarkSelectUncontended runs one such loop per P (RunParallel): same shape at -cpu 1.
+    add("select", "2-case select, uncontended, 1 worker", ("cf_runtime", "BM_Select2Uncontended/1"),
+        ("gotest", "SelectUncontended/1"), "go test runtime -cpu 1", "ns/op")
     for w in (1, 2):
         go = f"go:{w}"
         gname = f"Go GOMAXPROCS={w}"
@@ -423,7 +426,9 @@ def samples(sources, spec, conv):
         names = [k for k in data if k.endswith("#" + counter) and re.search(pattern, k)]
         if not names:
             return Unavailable(f"bench/tensor reports no benchmark matching {pattern} with {counter}")
-        vals = data[sorted(names)[0]]
+        # Several sizes may match: take the largest (the 64 MiB / 1024^2 case of the target).
+        best = max(names, key=lambda k: max([int(x) for x in re.findall(r"\d+", k)] or [0]))
+        vals = data[best]
         return [conv(v) if conv else v for v in vals]
     data = sources.get(kind)
     if isinstance(data, Unavailable):
