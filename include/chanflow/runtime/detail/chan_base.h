@@ -1,0 +1,92 @@
+// chan_base.h — the untyped core shared by Chan<T>, the type-erased ChannelObj and select
+// (private).
+//
+// A channel is a lock, a ring buffer of `capacity` elements, a closed flag and two FIFO queues of
+// parked parties (receivers, senders). The element type is known only through ElemOps, a table of
+// move/destroy functions, so the whole algorithm (Go's chansend/chanrecv/closechan/selectgo) lives
+// once in src/runtime and every T shares it.
+//
+//   ChanBase c(8, &kElemOps<int>);  int v = 1;  chan_send(&c, &v);
+//   std::optional<int> out;  chan_recv(&c, &out);
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <new>
+#include <optional>
+#include <type_traits>
+#include <utility>
+
+#include "chanflow/core/export.h"
+#include "chanflow/runtime/detail/spinlock.h"
+#include "chanflow/runtime/detail/wait.h"
+
+namespace chanflow::detail {
+
+// How to move and destroy one element of a channel's type T.
+struct ElemOps {
+  void (*construct)(void* dst, void* src) noexcept;    // new (dst) T(std::move(*src))
+  void (*to_optional)(void* opt, void* src) noexcept;  // std::optional<T>::emplace(std::move(*src))
+  void (*reset_optional)(void* opt) noexcept;          // std::optional<T>::reset()
+  void (*destroy)(void* p) noexcept;                   // p->~T()
+  std::size_t size;
+  std::size_t align;
+};
+
+template <class T>
+struct ElemOpsOf {
+  static_assert(std::is_nothrow_move_constructible_v<T>,
+                "channel element types must be nothrow move constructible");
+  static void construct(void* dst, void* src) noexcept {
+    ::new (dst) T(std::move(*static_cast<T*>(src)));
+  }
+  static void to_optional(void* opt, void* src) noexcept {
+    static_cast<std::optional<T>*>(opt)->emplace(std::move(*static_cast<T*>(src)));
+  }
+  static void reset_optional(void* opt) noexcept { static_cast<std::optional<T>*>(opt)->reset(); }
+  static void destroy(void* p) noexcept { static_cast<T*>(p)->~T(); }
+  static constexpr ElemOps kOps{&construct, &to_optional, &reset_optional,
+                                &destroy,   sizeof(T),    alignof(T)};
+};
+
+// The shared state of one channel. Every mutable field is guarded by lock_; count_ and closed_ are
+// atomics only so that size() and closed() may be read without it (relaxed: a snapshot).
+class CHANFLOW_API ChanBase {
+ public:
+  ChanBase(std::size_t capacity, const ElemOps* ops);
+  ~ChanBase();
+  ChanBase(const ChanBase&) = delete;
+  ChanBase& operator=(const ChanBase&) = delete;
+
+  std::size_t capacity() const noexcept { return cap_; }
+  std::size_t size() const noexcept { return count_.load(std::memory_order_relaxed); }
+  bool closed() const noexcept { return closed_.load(std::memory_order_acquire); }
+
+  // --- internals, used by src/runtime (guarded by lock_) ---
+  void* slot(std::size_t i) const noexcept { return buf_ + ((head_ + i) % cap_) * ops_->size; }
+
+  SpinLock lock_;
+  std::atomic<bool> closed_{false};
+  std::atomic<std::size_t> count_{0};
+  std::size_t cap_;
+  std::size_t head_ = 0;
+  unsigned char* buf_ = nullptr;
+  const ElemOps* ops_;
+  WaitQueue recvq_;
+  WaitQueue sendq_;
+};
+
+// Sends *elem (moving from it). c == nullptr: the nil channel, blocks forever. Blocks until a
+// receiver takes the value or buffer space frees. Throws ChannelClosedError.
+CHANFLOW_API void chan_send(ChanBase* c, void* elem);
+// Receives into *out (a std::optional<T>, left empty when the channel is closed and drained).
+// Returns whether a value arrived. Blocks; c == nullptr blocks forever.
+CHANFLOW_API bool chan_recv(ChanBase* c, void* out);
+// Non-blocking forms: try_send returns whether the value was taken (throws when closed);
+// try_recv returns 1 (value), 0 (not ready) or -1 (closed and drained).
+CHANFLOW_API bool chan_try_send(ChanBase* c, void* elem);
+CHANFLOW_API int chan_try_recv(ChanBase* c, void* out);
+// Closes; wakes every waiter. Throws ChannelClosedError for nil or already closed.
+CHANFLOW_API void chan_close(ChanBase* c);
+
+}  // namespace chanflow::detail

@@ -1,0 +1,147 @@
+// scheduler.h — green threads: go(), yield(), sleep_for() and the M:N Scheduler that runs them.
+//
+// A green thread is a stackful fiber (Boost.Context) run by one of a scheduler's worker OS threads.
+// Workers keep a local run queue, steal from each other when idle and sleep on a futex when there
+// is nothing to do. A blocking chanflow call parks only the green thread; its worker runs others.
+//
+//   cf::go("producer", [ch] { ch.send(1); });      // on the default scheduler
+//
+//   cf::Scheduler s({.workers = 2});                // or an explicit one
+//   cf::ScopedDefaultScheduler use(s);               // cf::go from OS threads now uses s
+//   cf::go([] { ... });
+//   // ~Scheduler waits for every green thread it runs, then joins its workers.
+//
+// An exception escaping a green thread's function prints the green thread's name and the error and
+// aborts the process, like an unrecovered Go panic; use Group to collect errors instead.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <new>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "chanflow/core/export.h"
+
+namespace chanflow {
+
+class Scheduler;
+
+// How green-thread stacks are protected against overflow.
+enum class StackGuard : uint8_t {
+  // A PROT_NONE guard page below every stack while the process-wide mapping budget allows (each
+  // guarded stack costs two kernel mappings out of vm.max_map_count); beyond it, compact stacks.
+  kAuto,
+  // Always a guard page; spawning fails with Error when the mapping budget is exhausted.
+  kAlways,
+  // Compact: stacks carved back to back from big mappings, no guard page. An overflow is caught
+  // late, by a canary word checked at every switch (see docs/runtime.md).
+  kCompact,
+};
+
+struct SchedulerOptions {
+  // Worker OS threads. 0: the CHANFLOW_WORKERS environment variable, else the hardware threads.
+  int workers = 0;
+  // Usable stack bytes per green thread, rounded up to pages. 0: CHANFLOW_STACK_SIZE (bytes, an
+  // optional k/K or m/M suffix), else 256 KiB. Untouched stack pages cost no memory.
+  std::size_t stack_size = 0;
+  StackGuard guard = StackGuard::kAuto;
+};
+
+namespace detail {
+struct SchedulerImpl;
+struct Task;
+struct SpawnSlot {
+  Task* task;
+  void* fn_storage;
+};
+CHANFLOW_API SpawnSlot spawn_begin(SchedulerImpl* s, std::string&& name, std::size_t fn_size,
+                                   std::size_t fn_align);
+CHANFLOW_API void spawn_commit(Task* t, void (*run)(void*), void (*destroy)(void*)) noexcept;
+CHANFLOW_API void spawn_abort(Task* t) noexcept;
+// The scheduler cf::go uses here: the current green thread's, else the scoped default, else the
+// lazily created process-wide default.
+CHANFLOW_API Scheduler& scheduler_for_go();
+}  // namespace detail
+
+// An M:N scheduler of green threads. Thread-safe: any thread (green or not) may call go().
+class CHANFLOW_API Scheduler {
+ public:
+  explicit Scheduler(SchedulerOptions options = {});
+  // Waits for every green thread this scheduler runs to finish, then joins the workers. Green
+  // threads that are parked forever (nothing can wake them: the deadlock condition) are unwound,
+  // as Go drops goroutines when main returns. Must not be called from one of its green threads.
+  ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // Starts a green thread running fn() (moved or copied onto its stack). Never blocks.
+  template <class F>
+  void go(F&& fn) {
+    go(std::string(), std::forward<F>(fn));
+  }
+  // Same, named: the name appears in deadlock reports, crash messages and traces.
+  template <class F>
+  void go(std::string name, F&& fn) {
+    using Fn = std::decay_t<F>;
+    detail::SpawnSlot slot = detail::spawn_begin(impl_, std::move(name), sizeof(Fn), alignof(Fn));
+    try {
+      ::new (slot.fn_storage) Fn(std::forward<F>(fn));
+    } catch (...) {
+      detail::spawn_abort(slot.task);
+      throw;
+    }
+    detail::spawn_commit(
+        slot.task, [](void* p) { (*static_cast<Fn*>(p))(); },
+        [](void* p) { static_cast<Fn*>(p)->~Fn(); });
+  }
+
+  // The number of worker threads.
+  int workers() const noexcept;
+  // Usable bytes of each green thread's stack.
+  std::size_t stack_size() const noexcept;
+  // Green threads started and not yet finished (a snapshot).
+  std::size_t live() const noexcept;
+
+  detail::SchedulerImpl* impl() const noexcept { return impl_; }
+
+ private:
+  detail::SchedulerImpl* impl_;
+};
+
+// Makes `s` the scheduler cf::go uses from plain OS threads (process-wide) for this object's
+// lifetime; restores the previous one on destruction. Guards nest (LIFO). Not for green threads,
+// which always spawn on their own scheduler.
+class CHANFLOW_API ScopedDefaultScheduler {
+ public:
+  explicit ScopedDefaultScheduler(Scheduler& s);
+  ~ScopedDefaultScheduler();
+  ScopedDefaultScheduler(const ScopedDefaultScheduler&) = delete;
+  ScopedDefaultScheduler& operator=(const ScopedDefaultScheduler&) = delete;
+
+ private:
+  Scheduler* previous_;
+};
+
+// Starts a green thread on scheduler_for_go() (see detail above). Never blocks. Thread-safe.
+template <class F>
+void go(F&& fn) {
+  detail::scheduler_for_go().go(std::forward<F>(fn));
+}
+template <class F>
+void go(std::string name, F&& fn) {
+  detail::scheduler_for_go().go(std::move(name), std::forward<F>(fn));
+}
+
+// Lets other green threads run; on an OS thread, yields the OS thread. Never blocks for long.
+CHANFLOW_API void yield();
+// Parks the calling green thread (only it, not its worker) for at least d; sleeps an OS thread.
+CHANFLOW_API void sleep_for(std::chrono::nanoseconds d);
+// Whether the caller runs on a green thread.
+CHANFLOW_API bool in_green_thread() noexcept;
+// The calling green thread's name ("" on an OS thread; "#<id>" for unnamed green threads).
+CHANFLOW_API std::string current_green_thread_name();
+
+}  // namespace chanflow

@@ -1,0 +1,41 @@
+// wait_group.h — WaitGroup: wait for a set of green threads to finish (Go's sync.WaitGroup).
+//
+//   cf::WaitGroup wg;
+//   for (int i = 0; i < n; ++i) { wg.add(); cf::go([&] { work(i); wg.done(); }); }
+//   wg.wait();
+#pragma once
+
+#include <cstdint>
+
+#include "chanflow/core/export.h"
+#include "chanflow/runtime/detail/spinlock.h"
+#include "chanflow/runtime/detail/wait.h"
+
+namespace chanflow {
+
+class CHANFLOW_API WaitGroup {
+ public:
+  WaitGroup() = default;
+  WaitGroup(const WaitGroup&) = delete;
+  WaitGroup& operator=(const WaitGroup&) = delete;
+  // Must not be destroyed while a wait() is in progress.
+  ~WaitGroup() = default;
+
+  // Adds n (may be negative) to the counter; reaching 0 releases every waiter. Throws Error if the
+  // counter would go negative. Never blocks. Thread-safe; release ordering.
+  void add(int n = 1);
+  // add(-1).
+  void done() { add(-1); }
+  // Blocks until the counter is 0 (parks a green thread). Acquire: sees every write made before
+  // the done() calls that released it. Throws DeadlockError when nothing can ever release it.
+  void wait();
+  // The counter (a snapshot).
+  int64_t count() const noexcept;
+
+ private:
+  mutable detail::SpinLock lock_;
+  int64_t count_ = 0;
+  detail::WaitQueue waiters_;
+};
+
+}  // namespace chanflow

@@ -1,0 +1,203 @@
+// deadlock.cc — "all green threads are asleep": the condition, the poke and the report.
+#include "deadlock.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <sstream>
+
+#include "chanflow/runtime/detail/chan_base.h"
+#include "scheduler_impl.h"
+#include "timer.h"
+
+namespace chanflow::detail {
+
+void poke_os_waiter(Parker* p) noexcept;  // park.cc
+
+namespace {
+
+std::mutex g_mu;
+SchedulerImpl* g_scheds = nullptr;
+Parker* g_os_waiters = nullptr;
+std::atomic<int> g_os_waiter_count{0};
+long g_total_workers = 0;  // guarded by g_mu
+
+long process_threads() noexcept {
+  // /proc/self/stat field 20 is num_threads; the command name (field 2) may contain spaces and
+  // parentheses, so parse after the last ')'.
+  int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  char buf[1024];
+  ssize_t n = read(fd, buf, sizeof(buf) - 1);
+  close(fd);
+  if (n <= 0) return -1;
+  buf[n] = '\0';
+  char* p = std::strrchr(buf, ')');
+  if (p == nullptr) return -1;
+  // Fields after ')': 3 state, 4 ppid, ... 20 num_threads -> the 18th token.
+  int field = 2;
+  char* save = nullptr;
+  for (char* tok = strtok_r(p + 1, " ", &save); tok != nullptr;
+       tok = strtok_r(nullptr, " ", &save)) {
+    ++field;
+    if (field == 20) return std::strtol(tok, nullptr, 10);
+  }
+  return -1;
+}
+
+// Threads that existed before main (main itself excluded): sanitizer or BLAS helpers. They never
+// wake a chanflow waiter.
+long g_baseline_others = 0;
+__attribute__((constructor)) void record_baseline() {
+  long n = process_threads();
+  g_baseline_others = n > 0 ? n - 1 : 0;
+}
+
+// g_mu held.
+DeadlockState condition_locked() {
+  if (g_os_waiter_count.load(std::memory_order_seq_cst) == 0) return DeadlockState::kNo;
+  for (SchedulerImpl* s = g_scheds; s != nullptr; s = s->next_sched) {
+    if (s->active.load(std::memory_order_seq_cst) != 0) return DeadlockState::kNo;
+  }
+  if (timers_pending() != 0) return DeadlockState::kNo;
+  // Only OS threads still waiting count as asleep: one already woken (claimed) is about to run.
+  long asleep = 0;
+  for (Parker* p = g_os_waiters; p != nullptr; p = p->next_os) {
+    if (p->state.load(std::memory_order_seq_cst) == Parker::kWaiting) ++asleep;
+  }
+  const long threads = process_threads();
+  const long known = g_baseline_others + g_total_workers + timer_threads() + asleep;
+  if (threads < 0 || threads > known) return DeadlockState::kForeignThreads;
+  return DeadlockState::kYes;
+}
+
+const char* op_name(const Waiter& w) { return w.is_send ? "send" : "recv"; }
+
+void describe_chan(std::ostringstream& os, const ChanBase* c) {
+  os << "chan " << static_cast<const void*>(c) << " (cap " << c->capacity()
+     << (c->closed() ? ", closed" : "") << ")";
+}
+
+}  // namespace
+
+std::string describe_wait(const Parker* p) {
+  std::ostringstream os;
+  switch (p->reason) {
+    case WaitReason::kChanSend:
+    case WaitReason::kChanRecv:
+      os << (p->reason == WaitReason::kChanSend ? "send on " : "recv on ");
+      describe_chan(os, static_cast<const ChanBase*>(p->wait_obj));
+      break;
+    case WaitReason::kSelect:
+      os << "select on " << p->nwaiters << " channel case(s) [";
+      for (uint32_t i = 0; i < p->nwaiters; ++i) {
+        if (i != 0) os << ", ";
+        os << op_name(p->waiters[i]) << " ";
+        describe_chan(os, p->waiters[i].chan);
+      }
+      os << "]";
+      break;
+    case WaitReason::kNilChan:
+      os << "send/recv on a nil chan (blocks forever)";
+      break;
+    case WaitReason::kSleep:
+      os << "sleep";
+      break;
+    case WaitReason::kMutex:
+      os << "Mutex::lock on mutex " << p->wait_obj;
+      break;
+    case WaitReason::kWaitGroup:
+      os << "WaitGroup::wait on wait group " << p->wait_obj;
+      break;
+    case WaitReason::kSchedulerDrain:
+      os << "~Scheduler waiting for its green threads";
+      break;
+    case WaitReason::kNone:
+      os << "park";
+      break;
+  }
+  return os.str();
+}
+
+void deadlock_register_scheduler(SchedulerImpl* s) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  s->next_sched = g_scheds;
+  s->prev_sched = nullptr;
+  if (g_scheds != nullptr) g_scheds->prev_sched = s;
+  g_scheds = s;
+  g_total_workers += s->nworkers;
+}
+
+void deadlock_unregister_scheduler(SchedulerImpl* s) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (s->prev_sched != nullptr) {
+    s->prev_sched->next_sched = s->next_sched;
+  } else {
+    g_scheds = s->next_sched;
+  }
+  if (s->next_sched != nullptr) s->next_sched->prev_sched = s->prev_sched;
+  g_total_workers -= s->nworkers;
+}
+
+void os_waiter_add(Parker* p) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  p->prev_os = nullptr;
+  p->next_os = g_os_waiters;
+  if (g_os_waiters != nullptr) g_os_waiters->prev_os = p;
+  g_os_waiters = p;
+  g_os_waiter_count.fetch_add(1, std::memory_order_seq_cst);
+}
+
+void os_waiter_remove(Parker* p) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (p->prev_os != nullptr) {
+    p->prev_os->next_os = p->next_os;
+  } else {
+    g_os_waiters = p->next_os;
+  }
+  if (p->next_os != nullptr) p->next_os->prev_os = p->prev_os;
+  p->next_os = p->prev_os = nullptr;
+  g_os_waiter_count.fetch_sub(1, std::memory_order_seq_cst);
+}
+
+void deadlock_poke() noexcept {
+  if (g_os_waiter_count.load(std::memory_order_seq_cst) == 0) return;
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (condition_locked() == DeadlockState::kNo) return;
+  for (Parker* p = g_os_waiters; p != nullptr; p = p->next_os) poke_os_waiter(p);
+}
+
+DeadlockState deadlock_check_and_cancel(Parker* p, std::string* report) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  DeadlockState d = condition_locked();
+  if (d != DeadlockState::kYes) return d;
+  // A scheduler draining is not a user call that can fail: it unwinds what is left instead,
+  // and does not need a report.
+  if (!p->try_cancel()) return DeadlockState::kNo;
+  if (p->reason == WaitReason::kSchedulerDrain) return DeadlockState::kYes;
+  std::ostringstream os;
+  os << "all green threads are asleep - deadlock! This OS thread waits in " << describe_wait(p)
+     << ", and nothing can wake it.";
+  int n = 0;
+  for (SchedulerImpl* s = g_scheds; s != nullptr; s = s->next_sched) {
+    std::lock_guard<SpinLock> all(s->all_lock);
+    for (Task* t = s->all_head; t != nullptr; t = t->all_next) {
+      if (n == 0) os << " Parked green threads:";
+      os << "\n  " << display_name(t) << ": " << describe_wait(&t->parker);
+      ++n;
+    }
+  }
+  if (n == 0) os << " No green thread is alive.";
+  for (Parker* q = g_os_waiters; q != nullptr; q = q->next_os) {
+    if (q == p) continue;
+    os << "\n  (OS thread): " << describe_wait(q);
+  }
+  *report = os.str();
+  return DeadlockState::kYes;
+}
+
+}  // namespace chanflow::detail

@@ -1,0 +1,36 @@
+// deadlock.h — detecting that nothing can ever wake a blocked OS thread (private).
+//
+// The condition (checked when a scheduler's last active green thread parks, when the last timer
+// fires, and when an OS thread starts waiting): every green thread of every scheduler is parked,
+// no timer is pending, and every OS thread of the process is either a chanflow worker or timer
+// thread, a thread that existed before main (sanitizer and BLAS helpers), or an OS thread parked
+// in a chanflow call. A plain thread doing anything else might still wake a waiter, so its mere
+// existence suspends detection (waiters then recheck every 50 ms).
+#pragma once
+
+#include <string>
+
+#include "chanflow/runtime/detail/wait.h"
+
+namespace chanflow::detail {
+
+struct SchedulerImpl;
+
+void deadlock_register_scheduler(SchedulerImpl* s);
+void deadlock_unregister_scheduler(SchedulerImpl* s);
+
+// Called after the system may have gone quiet; cheap when no OS thread waits.
+void deadlock_poke() noexcept;
+
+void os_waiter_add(Parker* p);
+void os_waiter_remove(Parker* p);
+
+enum class DeadlockState { kNo, kForeignThreads, kYes };
+// For a parked OS thread: if the deadlock condition holds and p's wait can still be canceled,
+// cancels it, writes the report and returns kYes.
+DeadlockState deadlock_check_and_cancel(Parker* p, std::string* report);
+
+// "send on chan 0x… (cap 0)", "select on 2 channels", ...
+std::string describe_wait(const Parker* p);
+
+}  // namespace chanflow::detail

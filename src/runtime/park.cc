@@ -1,0 +1,118 @@
+// park.cc — parking and waking green threads and OS threads.
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <ctime>
+#include <string>
+
+#include "chanflow/core/error.h"
+#include "chanflow/runtime/detail/wait.h"
+#include "deadlock.h"
+#include "scheduler_impl.h"
+
+namespace chanflow::detail {
+namespace {
+
+thread_local Parker t_os_parker;
+thread_local std::string t_deadlock_report;
+
+void futex_wait(std::atomic<uint32_t>* word, uint32_t expected, long timeout_ns) {
+  struct timespec ts;
+  struct timespec* tsp = nullptr;
+  if (timeout_ns > 0) {
+    ts.tv_sec = timeout_ns / 1000000000L;
+    ts.tv_nsec = timeout_ns % 1000000000L;
+    tsp = &ts;
+  }
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT_PRIVATE, expected, tsp, nullptr,
+          0);
+}
+
+void futex_wake(std::atomic<uint32_t>* word) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr,
+          nullptr, 0);
+}
+
+uint32_t os_park(Parker* p, void (*unlock)(void*), void* arg) {
+  p->os_word.store(0, std::memory_order_relaxed);
+  os_waiter_add(p);
+  if (unlock != nullptr) unlock(arg);
+  bool check = true;
+  bool canceled = false;
+  for (;;) {
+    const uint32_t w = p->os_word.load(std::memory_order_acquire);
+    if (w == 1) break;
+    long timeout = 0;
+    if (w == 2 || check) {
+      uint32_t two = 2;
+      p->os_word.compare_exchange_strong(two, 0, std::memory_order_acq_rel);
+      check = false;
+      DeadlockState d = deadlock_check_and_cancel(p, &t_deadlock_report);
+      if (d == DeadlockState::kYes) {
+        canceled = true;
+        break;
+      }
+      // Plain threads exist that might still wake us: look again now and then.
+      if (d == DeadlockState::kForeignThreads) timeout = 50 * 1000 * 1000;
+      if (p->os_word.load(std::memory_order_acquire) != 0) continue;
+    }
+    futex_wait(&p->os_word, 0, timeout);
+    if (timeout != 0) check = true;
+  }
+  os_waiter_remove(p);
+  const uint32_t st = canceled ? Parker::kCanceled : p->state.load(std::memory_order_acquire);
+  p->state.store(Parker::kIdle, std::memory_order_relaxed);
+  return st;
+}
+
+}  // namespace
+
+Parker* current_parker() noexcept {
+  Task* t = current_task();
+  if (t != nullptr) return &t->parker;
+  return &t_os_parker;
+}
+
+uint32_t park(Parker* p, void (*unlock)(void*), void* arg) {
+  Task* t = p->task;
+  if (t == nullptr) return os_park(p, unlock, arg);
+  Worker* w = t->worker;
+  w->after_fn = unlock;
+  w->after_arg = arg;
+  w->after_is_park = true;
+  switch_out(t);
+  // Resumed: the claim (or cancel) and the waker's writes happened-before the run queue handed
+  // us to a worker (release push, acquire pop).
+  const uint32_t st = p->state.load(std::memory_order_acquire);
+  p->state.store(Parker::kIdle, std::memory_order_relaxed);
+  return st;
+}
+
+void unpark(Parker* p) noexcept {
+  if (Task* t = p->task) {
+    t->sched->ready(t, false);
+    return;
+  }
+  p->os_word.store(1, std::memory_order_release);
+  futex_wake(&p->os_word);
+}
+
+void throw_park_canceled(Parker* p) {
+  if (p->task != nullptr) throw FiberUnwind{};
+  std::string report;
+  report.swap(t_deadlock_report);
+  throw DeadlockError(report);
+}
+
+// Only deadlock.cc pokes parked OS threads.
+void poke_os_waiter(Parker* p) noexcept {
+  uint32_t zero = 0;
+  if (p->os_word.compare_exchange_strong(zero, 2, std::memory_order_acq_rel)) {
+    futex_wake(&p->os_word);
+  }
+}
+
+}  // namespace chanflow::detail

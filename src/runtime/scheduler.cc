@@ -1,0 +1,554 @@
+// scheduler.cc — workers, run queues, work stealing, idle sleep, spawn and task exit.
+#include "chanflow/runtime/scheduler.h"
+
+#include <pthread.h>
+
+#include <algorithm>
+#include <boost/context/fiber.hpp>
+#include <boost/context/preallocated.hpp>
+#include <boost/context/stack_context.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <string>
+
+#include "chanflow/core/check.h"
+#include "chanflow/core/error.h"
+#include "deadlock.h"
+#include "sanitizer.h"
+#include "scheduler_impl.h"
+#include "trace_impl.h"
+
+namespace chanflow::detail {
+namespace {
+
+thread_local Worker* t_worker = nullptr;
+
+uint64_t next_random(uint64_t& s) noexcept {
+  // xorshift64*: fast, good enough to pick steal victims.
+  s ^= s >> 12;
+  s ^= s << 25;
+  s ^= s >> 27;
+  return s * 0x2545F4914F6CDD1DULL;
+}
+
+int default_workers() {
+  if (const char* env = std::getenv("CHANFLOW_WORKERS")) {
+    int n = std::atoi(env);
+    if (n > 0) return n;
+  }
+  unsigned hw = std::thread::hardware_concurrency();
+  return hw == 0 ? 1 : static_cast<int>(hw);
+}
+
+std::size_t default_stack_size() {
+  if (const char* env = std::getenv("CHANFLOW_STACK_SIZE")) {
+    char* end = nullptr;
+    unsigned long long v = std::strtoull(env, &end, 10);
+    if (end != nullptr && (*end == 'k' || *end == 'K')) v *= 1024;
+    if (end != nullptr && (*end == 'm' || *end == 'M')) v *= 1024 * 1024;
+    if (v > 0) return static_cast<std::size_t>(v);
+  }
+  return 256 * 1024;
+}
+
+// Boost.Context's allocator hook: the stack belongs to the pool, the worker returns it.
+struct PoolOwnedStack {
+  boost::context::stack_context allocate() { return {}; }
+  void deallocate(boost::context::stack_context& /*sctx*/) noexcept {}
+};
+
+[[noreturn]] void die_of_exception(const Task* t, const char* what) {
+  std::fprintf(stderr,
+               "chanflow: green thread '%s' terminated by an uncaught exception: %s\n"
+               "(an exception escaping a go function ends the process; use cf::Group to collect "
+               "errors)\n",
+               display_name(t).c_str(), what);
+  std::fflush(stderr);
+  std::abort();
+}
+
+void check_canary(const Task* t) noexcept {
+  if (t->slot.guard != 0) return;
+  if (std::memcmp(t->slot.base, &kStackCanary, sizeof(kStackCanary)) != 0) {
+    std::fprintf(stderr,
+                 "chanflow: stack overflow in green thread '%s' (compact stack without a guard "
+                 "page, detected at a switch; memory below it may be corrupt)\n",
+                 display_name(t).c_str());
+    std::abort();
+  }
+}
+
+void task_main(Task* t) {
+  try {
+    t->run(t->fn);
+  } catch (const FiberUnwind&) {
+    // Unwound at scheduler teardown: the green thread was parked forever.
+  } catch (const std::exception& e) {
+    die_of_exception(t, e.what());
+  } catch (...) {
+    die_of_exception(t, "a non-std::exception object");
+  }
+  t->destroy(t->fn);
+}
+
+std::atomic<Scheduler*> g_scoped_default{nullptr};
+
+}  // namespace
+
+std::string display_name(const Task* t) {
+  if (!t->name.empty()) return t->name;
+  return "#" + std::to_string(t->id);
+}
+
+__attribute__((noinline)) Worker* current_worker() noexcept {
+  Worker* w = t_worker;
+  asm volatile("" ::: "memory");
+  return w;
+}
+
+__attribute__((noinline)) Task* current_task() noexcept {
+  Worker* w = t_worker;
+  asm volatile("" ::: "memory");
+  return w != nullptr ? w->current : nullptr;
+}
+
+void switch_out(Task* t) noexcept {
+  Worker* w = t->worker;
+  check_canary(t);
+  trace_record(TraceKind::kPark, t, w->index);
+  san::start_switch(&t->asan_fake, w->stack_bottom, w->stack_size);
+  san::tsan_switch(w->tsan_fiber);
+  t->sink = std::move(t->sink).resume();
+  san::finish_switch(t->asan_fake, nullptr, nullptr);
+}
+
+SchedulerImpl::SchedulerImpl(Scheduler* o, const SchedulerOptions& options)
+    : owner(o),
+      nworkers(options.workers > 0 ? options.workers : default_workers()),
+      pool(options.stack_size > 0 ? options.stack_size : default_stack_size(), options.guard) {
+  for (int i = 0; i < nworkers; ++i) {
+    auto w = std::make_unique<Worker>();
+    w->sched = this;
+    w->index = i;
+    w->rng =
+        0x9E3779B97F4A7C15ULL * static_cast<uint64_t>(i + 1) ^ reinterpret_cast<uintptr_t>(this);
+    workers.push_back(std::move(w));
+  }
+}
+
+SchedulerImpl::~SchedulerImpl() = default;
+
+void SchedulerImpl::start() {
+  for (auto& w : workers) {
+    Worker* wp = w.get();
+    wp->thread = std::thread([this, wp] { worker_main(wp); });
+  }
+  deadlock_register_scheduler(this);
+}
+
+void SchedulerImpl::stop() {
+  deadlock_unregister_scheduler(this);
+  stopping.store(true, std::memory_order_seq_cst);
+  for (auto& w : workers) {
+    w->sleep_word.store(0, std::memory_order_seq_cst);
+    w->sleep_word.notify_one();
+  }
+  for (auto& w : workers) w->thread.join();
+}
+
+void SchedulerImpl::worker_main(Worker* w) {
+  t_worker = w;
+  install_overflow_handler();
+  w->tsan_fiber = san::tsan_current();
+#if defined(CHANFLOW_ASAN)
+  pthread_attr_t attr;
+  if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+    void* addr = nullptr;
+    std::size_t size = 0;
+    pthread_attr_getstack(&attr, &addr, &size);
+    w->stack_bottom = addr;
+    w->stack_size = size;
+    pthread_attr_destroy(&attr);
+  }
+#endif
+  for (;;) {
+    Task* t = find_work(w);
+    if (t == nullptr) break;
+    run_task(w, t);
+  }
+  release_alt_stack();
+  t_worker = nullptr;
+}
+
+void SchedulerImpl::run_task(Worker* w, Task* t) {
+  w->current = t;
+  t->worker = w;
+  trace_record(TraceKind::kResume, t, w->index);
+  void* fake = nullptr;
+  san::start_switch(&fake, t->slot.bottom(), pool.usable());
+  san::tsan_switch(t->tsan_fiber);
+  t->ctx = std::move(t->ctx).resume();
+  san::finish_switch(fake, nullptr, nullptr);
+  w->current = nullptr;
+  if (!t->ctx) {
+    task_finished(t);
+    return;
+  }
+  if (w->after_fn != nullptr) {
+    void (*fn)(void*) = w->after_fn;
+    w->after_fn = nullptr;
+    fn(w->after_arg);
+  }
+  if (w->after_is_park) {
+    w->after_is_park = false;
+    // After the unlock: a waker may already have counted the task active again (net effect 0).
+    if (active.fetch_sub(1, std::memory_order_seq_cst) == 1) deadlock_poke();
+  }
+}
+
+void SchedulerImpl::task_finished(Task* t) {
+  trace_record(TraceKind::kExit, t, t->worker != nullptr ? t->worker->index : -1);
+  san::tsan_destroy(t->tsan_fiber);
+  Parker* waiter = nullptr;
+  {
+    std::lock_guard<SpinLock> lock(all_lock);
+    if (t->all_prev != nullptr) {
+      t->all_prev->all_next = t->all_next;
+    } else {
+      all_head = t->all_next;
+    }
+    if (t->all_next != nullptr) t->all_next->all_prev = t->all_prev;
+    if (live.fetch_sub(1, std::memory_order_seq_cst) == 1 && drain_waiter != nullptr) {
+      if (drain_waiter->try_claim()) waiter = drain_waiter;
+      drain_waiter = nullptr;
+    }
+  }
+  StackSlot slot = t->slot;
+  t->~Task();
+#if defined(CHANFLOW_ASAN)
+  __asan_unpoison_memory_region(slot.bottom(), pool.usable());
+#endif
+  pool.release(slot);
+  if (active.fetch_sub(1, std::memory_order_seq_cst) == 1) deadlock_poke();
+  if (waiter != nullptr) unpark(waiter);
+}
+
+void SchedulerImpl::ready(Task* t, bool is_new) {
+  active.fetch_add(1, std::memory_order_seq_cst);
+  Worker* w = current_worker();
+  if (w != nullptr && w->sched == this) {
+    // Go's trick: the woken (or new) task runs next on this worker, so a ping-pong pair
+    // alternates here without queue traffic; the task it displaces goes to the queue tail.
+    Task* old = w->runnext.exchange(t, std::memory_order_acq_rel);
+    if (old != nullptr) local_push(w, old);
+  } else {
+    global_push(t);
+  }
+  (void)is_new;
+  wake_idle();
+}
+
+void SchedulerImpl::local_push(Worker* w, Task* t) {
+  if (w->rq.push(t)) return;
+  Task* batch[RunQueue::kSize / 2 + 1];
+  uint32_t n = w->rq.grab_half(batch);
+  batch[n++] = t;
+  global_push_batch(batch, n);
+}
+
+void SchedulerImpl::global_push(Task* t) { global_push_batch(&t, 1); }
+
+void SchedulerImpl::global_push_batch(Task** ts, uint32_t n) {
+  std::lock_guard<SpinLock> lock(gq_lock);
+  for (uint32_t i = 0; i < n; ++i) {
+    ts[i]->next = nullptr;
+    if (gq_tail != nullptr) {
+      gq_tail->next = ts[i];
+    } else {
+      gq_head = ts[i];
+    }
+    gq_tail = ts[i];
+  }
+  gq_size.fetch_add(n, std::memory_order_seq_cst);
+}
+
+Task* SchedulerImpl::global_pop(Worker* w) {
+  if (gq_size.load(std::memory_order_acquire) == 0) return nullptr;
+  std::lock_guard<SpinLock> lock(gq_lock);
+  Task* first = gq_head;
+  if (first == nullptr) return nullptr;
+  // Take a fair share into the local queue as well.
+  std::size_t n = gq_size.load(std::memory_order_relaxed) / static_cast<std::size_t>(nworkers) + 1;
+  n = std::min<std::size_t>(n, RunQueue::kSize / 2);
+  gq_head = first->next;
+  std::size_t taken = 1;
+  while (taken < n && gq_head != nullptr) {
+    Task* t = gq_head;
+    gq_head = t->next;
+    if (!w->rq.push(t)) {
+      gq_head = t;
+      break;
+    }
+    ++taken;
+  }
+  if (gq_head == nullptr) gq_tail = nullptr;
+  gq_size.fetch_sub(taken, std::memory_order_relaxed);
+  return first;
+}
+
+Task* SchedulerImpl::steal(Worker* thief, Worker* victim, bool take_runnext) {
+  Task* batch[RunQueue::kSize / 2];
+  uint32_t n = victim->rq.steal_half(batch);
+  if (n == 0) {
+    if (take_runnext && victim->runnext.load(std::memory_order_relaxed) != nullptr) {
+      return victim->runnext.exchange(nullptr, std::memory_order_acq_rel);
+    }
+    return nullptr;
+  }
+  for (uint32_t i = 1; i < n; ++i) {
+    bool ok = thief->rq.push(batch[i]);
+    if (!ok) global_push(batch[i]);
+  }
+  return batch[0];
+}
+
+bool SchedulerImpl::any_work() const noexcept {
+  if (gq_size.load(std::memory_order_seq_cst) != 0) return true;
+  for (const auto& w : workers) {
+    if (!w->rq.empty() || w->runnext.load(std::memory_order_seq_cst) != nullptr) return true;
+  }
+  return false;
+}
+
+void SchedulerImpl::wake_idle() {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (nidle.load(std::memory_order_seq_cst) == 0) return;
+  int expected = 0;
+  // Only one waker at a time, and none while a worker spins: a spinning worker finds the work.
+  if (!nspinning.compare_exchange_strong(expected, 1, std::memory_order_seq_cst)) return;
+  for (auto& v : workers) {
+    if (v->sleep_word.load(std::memory_order_relaxed) == 1 &&
+        v->sleep_word.exchange(0, std::memory_order_seq_cst) == 1) {
+      nidle.fetch_sub(1, std::memory_order_seq_cst);
+      v->sleep_word.notify_one();
+      return;  // v now counts as the spinning worker
+    }
+  }
+  nspinning.fetch_sub(1, std::memory_order_seq_cst);
+}
+
+void SchedulerImpl::reset_spinning(Worker* w) {
+  if (!w->spinning) return;
+  w->spinning = false;
+  // The last spinner found work: there may be more, so hand spinning on to a sleeper.
+  if (nspinning.fetch_sub(1, std::memory_order_seq_cst) == 1) wake_idle();
+}
+
+Task* SchedulerImpl::find_work(Worker* w) {
+  for (;;) {
+    Task* t = nullptr;
+    if ((++w->tick % 61) == 0) t = global_pop(w);  // fairness for the global queue
+    if (t == nullptr && w->runnext.load(std::memory_order_relaxed) != nullptr) {
+      t = w->runnext.exchange(nullptr, std::memory_order_acq_rel);
+    }
+    if (t == nullptr) t = w->rq.pop();
+    if (t == nullptr) t = global_pop(w);
+    if (t == nullptr && nworkers > 1) {
+      if (!w->spinning) {
+        w->spinning = true;
+        nspinning.fetch_add(1, std::memory_order_seq_cst);
+      }
+      for (int round = 0; round < 4 && t == nullptr; ++round) {
+        const int start = static_cast<int>(next_random(w->rng) % static_cast<uint64_t>(nworkers));
+        for (int i = 0; i < nworkers && t == nullptr; ++i) {
+          Worker* v = workers[static_cast<std::size_t>((start + i) % nworkers)].get();
+          if (v == w) continue;
+          t = steal(w, v, round == 3);
+        }
+      }
+    }
+    if (t != nullptr) {
+      reset_spinning(w);
+      return t;
+    }
+    // Nothing to do: sleep. Announce first, then look once more, so a push racing with us either
+    // sees us idle (and wakes us) or is seen by the recheck.
+    if (w->spinning) {
+      w->spinning = false;
+      nspinning.fetch_sub(1, std::memory_order_seq_cst);
+    }
+    if (stopping.load(std::memory_order_acquire) && !any_work()) return nullptr;
+    w->sleep_word.store(1, std::memory_order_seq_cst);
+    nidle.fetch_add(1, std::memory_order_seq_cst);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (any_work() || stopping.load(std::memory_order_seq_cst)) {
+      if (w->sleep_word.exchange(0, std::memory_order_seq_cst) == 1) {
+        nidle.fetch_sub(1, std::memory_order_seq_cst);
+      } else {
+        w->spinning = true;  // a waker picked us and counted us as spinning
+      }
+      continue;
+    }
+    while (w->sleep_word.load(std::memory_order_acquire) == 1) {
+      w->sleep_word.wait(1, std::memory_order_acquire);
+    }
+    if (!stopping.load(std::memory_order_acquire)) {
+      w->spinning = true;
+    } else if (w->spinning) {
+      w->spinning = false;
+    }
+  }
+}
+
+void SchedulerImpl::drain() {
+  Parker* p = current_parker();
+  CHANFLOW_CHECK(p->task == nullptr || p->task->sched != this)
+      << "a Scheduler must not be destroyed by one of its own green threads";
+  for (;;) {
+    all_lock.lock();
+    if (live.load(std::memory_order_seq_cst) == 0) {
+      all_lock.unlock();
+      return;
+    }
+    drain_waiter = p;
+    p->arm(WaitReason::kSchedulerDrain, this);
+    const uint32_t st = park(
+        p, [](void* l) { static_cast<SpinLock*>(l)->unlock(); }, &all_lock);
+    if (st != Parker::kCanceled) continue;
+    // Every remaining green thread is parked forever: unwind them (Go drops them at exit).
+    std::vector<Parker*> victims;
+    all_lock.lock();
+    if (drain_waiter == p) drain_waiter = nullptr;
+    for (Task* t = all_head; t != nullptr; t = t->all_next) {
+      if (t->parker.try_cancel()) victims.push_back(&t->parker);
+    }
+    all_lock.unlock();
+    for (Parker* v : victims) unpark(v);
+  }
+}
+
+SpawnSlot spawn_begin(SchedulerImpl* s, std::string&& name, std::size_t fn_size,
+                      std::size_t fn_align) {
+  if (fn_size > s->pool.usable() / 4) {
+    CHANFLOW_THROW(Error) << "go: the callable (" << fn_size << " bytes) does not fit a green "
+                          << "thread's stack of " << s->pool.usable() << " bytes";
+  }
+  StackSlot slot = s->pool.acquire();
+  char* top = slot.base + s->pool.slot_size(slot);
+  Task* t = ::new (task_at(top)) Task();
+  t->slot = slot;
+  t->sched = s;
+  t->name = std::move(name);
+  t->parker.task = t;
+  const std::size_t align = std::max<std::size_t>(fn_align, 16);
+  auto fn_addr = (reinterpret_cast<std::uintptr_t>(t) - fn_size) & ~(align - 1);
+  t->fn = reinterpret_cast<void*>(fn_addr);
+  return SpawnSlot{t, t->fn};
+}
+
+void spawn_abort(Task* t) noexcept {
+  SchedulerImpl* s = t->sched;
+  StackSlot slot = t->slot;
+  t->~Task();
+  s->pool.release(slot);
+}
+
+void spawn_commit(Task* t, void (*run)(void*), void (*destroy)(void*)) noexcept {
+  SchedulerImpl* s = t->sched;
+  t->run = run;
+  t->destroy = destroy;
+  char* top = static_cast<char*>(t->fn);
+  boost::context::stack_context sctx;
+  sctx.sp = top;
+  sctx.size = static_cast<std::size_t>(top - t->slot.bottom());
+  t->tsan_fiber = san::tsan_create();
+  // Creating a fiber jumps onto its stack for a moment: tell TSan whose stack that is.
+  void* creator = san::tsan_current();
+  san::tsan_switch(t->tsan_fiber);
+  t->ctx = boost::context::fiber(
+      std::allocator_arg, boost::context::preallocated(top, sctx.size, sctx), PoolOwnedStack{},
+      [t](boost::context::fiber&& sink) -> boost::context::fiber {
+        t->sink = std::move(sink);
+        san::finish_switch(nullptr, nullptr, nullptr);
+        task_main(t);
+        Worker* w = t->worker;
+        check_canary(t);
+        san::start_switch(nullptr, w->stack_bottom, w->stack_size);
+        san::tsan_switch(w->tsan_fiber);
+        return std::move(t->sink);
+      });
+  san::tsan_switch(creator);
+  {
+    std::lock_guard<SpinLock> lock(s->all_lock);
+    t->id = s->next_id++;
+    t->all_next = s->all_head;
+    if (s->all_head != nullptr) s->all_head->all_prev = t;
+    s->all_head = t;
+    s->live.fetch_add(1, std::memory_order_seq_cst);
+  }
+  if (!t->name.empty()) san::tsan_set_name(t->tsan_fiber, t->name.c_str());
+  trace_record(TraceKind::kStart, t, -1);
+  s->ready(t, true);
+}
+
+Scheduler& scheduler_for_go() {
+  if (Task* t = current_task()) return *t->sched->owner;
+  if (Scheduler* s = g_scoped_default.load(std::memory_order_acquire)) return *s;
+  // The process-wide default lives until exit (like Go's runtime): never destroyed, so green
+  // threads still parked at exit are simply dropped.
+  static Scheduler* const kDefault = new Scheduler();
+  return *kDefault;
+}
+
+}  // namespace chanflow::detail
+
+namespace chanflow {
+
+Scheduler::Scheduler(SchedulerOptions options) : impl_(new detail::SchedulerImpl(this, options)) {
+  impl_->start();
+}
+
+Scheduler::~Scheduler() {
+  impl_->drain();
+  impl_->stop();
+  delete impl_;
+}
+
+int Scheduler::workers() const noexcept { return impl_->nworkers; }
+std::size_t Scheduler::stack_size() const noexcept { return impl_->pool.usable(); }
+std::size_t Scheduler::live() const noexcept {
+  return static_cast<std::size_t>(impl_->live.load(std::memory_order_relaxed));
+}
+
+ScopedDefaultScheduler::ScopedDefaultScheduler(Scheduler& s)
+    : previous_(detail::g_scoped_default.exchange(&s, std::memory_order_acq_rel)) {}
+ScopedDefaultScheduler::~ScopedDefaultScheduler() {
+  detail::g_scoped_default.store(previous_, std::memory_order_release);
+}
+
+void yield() {
+  detail::Task* t = detail::current_task();
+  if (t == nullptr) {
+    std::this_thread::yield();
+    return;
+  }
+  detail::Worker* w = t->worker;
+  w->after_fn = [](void* arg) {
+    auto* task = static_cast<detail::Task*>(arg);
+    detail::Worker* cw = detail::current_worker();
+    task->sched->local_push(cw, task);
+  };
+  w->after_arg = t;
+  detail::switch_out(t);
+}
+
+bool in_green_thread() noexcept { return detail::current_task() != nullptr; }
+
+std::string current_green_thread_name() {
+  detail::Task* t = detail::current_task();
+  return t != nullptr ? detail::display_name(t) : std::string();
+}
+
+}  // namespace chanflow

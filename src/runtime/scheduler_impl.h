@@ -1,0 +1,102 @@
+// scheduler_impl.h — the scheduler's private state: workers, queues, accounting (private).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "chanflow/runtime/detail/spinlock.h"
+#include "chanflow/runtime/scheduler.h"
+#include "run_queue.h"
+#include "stack_pool.h"
+#include "task.h"
+
+namespace chanflow::detail {
+
+struct Worker {
+  SchedulerImpl* sched = nullptr;
+  int index = 0;
+  std::thread thread;
+  RunQueue rq;
+  // The task to run next (Go's runnext): a green thread woken by the running one, so ping-pong
+  // partners alternate on one worker without touching the queues. Thieves take it only last.
+  alignas(64) std::atomic<Task*> runnext{nullptr};
+  // 1 while the worker sleeps; a waker exchanges it to 0 and futex-wakes.
+  alignas(64) std::atomic<uint32_t> sleep_word{0};
+  alignas(64) Task* current = nullptr;
+  // Runs on the worker right after the current task switched out (releases the park's locks).
+  void (*after_fn)(void*) = nullptr;
+  void* after_arg = nullptr;
+  bool after_is_park = false;
+  bool spinning = false;
+  uint32_t tick = 0;
+  uint64_t rng = 0;
+  void* tsan_fiber = nullptr;
+  const void* stack_bottom = nullptr;
+  std::size_t stack_size = 0;
+};
+
+struct SchedulerImpl {
+  SchedulerImpl(Scheduler* owner, const SchedulerOptions& options);
+  ~SchedulerImpl();
+
+  void start();
+  // Makes a parked (or new) task runnable. Thread-safe.
+  void ready(Task* t, bool is_new);
+  // Waits until every task finished; unwinds tasks parked forever. Blocks.
+  void drain();
+  void stop();
+
+  // Worker side.
+  void worker_main(Worker* w);
+  Task* find_work(Worker* w);
+  bool any_work() const noexcept;
+  void run_task(Worker* w, Task* t);
+  void task_finished(Task* t);
+  void local_push(Worker* w, Task* t);
+  void wake_idle();
+  void reset_spinning(Worker* w);
+  Task* steal(Worker* thief, Worker* victim, bool take_runnext);
+
+  void global_push(Task* t);
+  void global_push_batch(Task** ts, uint32_t n);
+  Task* global_pop(Worker* w);
+
+  Scheduler* owner;
+  int nworkers;
+  std::vector<std::unique_ptr<Worker>> workers;
+  StackPool pool;
+
+  SpinLock gq_lock;
+  Task* gq_head = nullptr;
+  Task* gq_tail = nullptr;
+  alignas(64) std::atomic<std::size_t> gq_size{0};
+
+  alignas(64) std::atomic<int> nspinning{0};
+  std::atomic<int> nidle{0};
+  std::atomic<bool> stopping{false};
+
+  // Green threads runnable or running (not parked). 0 with live > 0: all parked.
+  alignas(64) std::atomic<int64_t> active{0};
+  std::atomic<int64_t> live{0};
+
+  // Live tasks (deadlock reports, teardown), guarded by all_lock.
+  alignas(64) SpinLock all_lock;
+  Task* all_head = nullptr;
+  uint64_t next_id = 1;
+  Parker* drain_waiter = nullptr;
+
+  SchedulerImpl* next_sched = nullptr;  // deadlock registry
+  SchedulerImpl* prev_sched = nullptr;
+};
+
+// The worker the calling OS thread runs as (nullptr on other threads). Not inlined: the address of
+// a thread_local must be recomputed after every fiber switch, which may change the OS thread.
+Worker* current_worker() noexcept;
+Task* current_task() noexcept;
+// Switches the running task out to its worker; returns when it is resumed (maybe elsewhere).
+void switch_out(Task* t) noexcept;
+
+}  // namespace chanflow::detail

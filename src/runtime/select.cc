@@ -1,0 +1,204 @@
+// select.cc — Go's selectgo: random poll order, address-ordered locking, one waiter per case.
+#include "chanflow/runtime/select.h"
+
+#include <cstdint>
+#include <new>
+#include <vector>
+
+#include "chan_ops.h"
+#include "chanflow/core/error.h"
+
+namespace chanflow {
+namespace detail {
+namespace {
+
+constexpr std::size_t kInline = 16;
+
+thread_local uint64_t t_rng = 0;
+
+uint32_t fast_random(uint32_t n) noexcept {
+  // wyrand; seeded per thread from its address and a counter.
+  uint64_t s = t_rng;
+  if (s == 0) {
+    static std::atomic<uint64_t> seeds{0x853c49e6748fea9bULL};
+    s = seeds.fetch_add(0x9E3779B97F4A7C15ULL, std::memory_order_relaxed) ^
+        reinterpret_cast<uintptr_t>(&t_rng);
+  }
+  s += 0xa0761d6478bd642fULL;
+  t_rng = s;
+  __uint128_t m = static_cast<__uint128_t>(s) * (s ^ 0xe7037ed1a0b428dbULL);
+  const auto r = static_cast<uint64_t>(m >> 64) ^ static_cast<uint64_t>(m);
+  // Lemire's multiply-shift: unbiased enough for n <= 2^16 cases.
+  return static_cast<uint32_t>((static_cast<uint64_t>(static_cast<uint32_t>(r)) * n) >> 32);
+}
+
+struct Locks {
+  ChanBase** chans;  // sorted by address, duplicates removed
+  std::size_t n;
+};
+
+void lock_all(const Locks& l) noexcept {
+  for (std::size_t i = 0; i < l.n; ++i) l.chans[i]->lock_.lock();
+}
+void unlock_all(void* arg) noexcept {
+  const auto* l = static_cast<const Locks*>(arg);
+  // Read each pointer before releasing its lock: once the last lock is released the select may
+  // return and its frame (which holds this array) may be gone.
+  const std::size_t n = l->n;
+  ChanBase** chans = l->chans;
+  for (std::size_t i = 0; i < n; ++i) chans[i]->lock_.unlock();
+}
+
+[[noreturn]] void throw_select_send_closed(const ChanBase* c) {
+  CHANFLOW_THROW(ChannelClosedError)
+      << "select: send on closed channel (chan " << static_cast<const void*>(c) << ", cap "
+      << c->capacity() << ")";
+  __builtin_unreachable();  // CHANFLOW_THROW throws at the end of the statement
+}
+
+// Storage for up to kInline objects on the stack (uninitialised), else on the heap.
+template <class T>
+struct Scratch {
+  alignas(T) unsigned char inline_[sizeof(T) * kInline];
+  std::vector<T> heap_;
+  T* get(std::size_t n) {
+    if (n <= kInline) return reinterpret_cast<T*>(inline_);
+    heap_.resize(n);
+    return heap_.data();
+  }
+};
+
+}  // namespace
+}  // namespace detail
+
+std::size_t select(std::span<SelectCase> cases) {
+  using namespace detail;
+  const std::size_t ncases = cases.size();
+  std::size_t default_index = SIZE_MAX;
+  Scratch<uint32_t> order_buf;
+  uint32_t* order = order_buf.get(ncases);
+  std::size_t n = 0;
+  // Poll order: a uniformly random permutation of the live cases (inside-out Fisher-Yates).
+  for (std::size_t i = 0; i < ncases; ++i) {
+    const SelectCase& c = cases[i];
+    if (c.kind() == SelectCase::Kind::kDefault) {
+      if (default_index != SIZE_MAX) {
+        CHANFLOW_THROW(Error) << "select: more than one default case (cases " << default_index
+                              << " and " << i << ")";
+      }
+      default_index = i;
+      continue;
+    }
+    if (c.chan() == nullptr) continue;  // nil channel: never ready
+    const uint32_t j = fast_random(static_cast<uint32_t>(n + 1));
+    order[n] = order[j];
+    order[j] = static_cast<uint32_t>(i);
+    ++n;
+  }
+  if (n == 0) {
+    if (default_index != SIZE_MAX) return default_index;
+    park_forever();
+  }
+  // Lock order: by channel address, each channel once.
+  Scratch<ChanBase*> chans_buf;
+  ChanBase** chans = chans_buf.get(n);
+  std::size_t nlocks = 0;
+  for (std::size_t k = 0; k < n; ++k) {
+    ChanBase* c = cases[order[k]].chan();
+    std::size_t pos = nlocks;
+    bool dup = false;
+    while (pos > 0 && chans[pos - 1] >= c) {
+      if (chans[pos - 1] == c) {
+        dup = true;
+        break;
+      }
+      --pos;
+    }
+    if (dup) continue;
+    for (std::size_t m = nlocks; m > pos; --m) chans[m] = chans[m - 1];
+    chans[pos] = c;
+    ++nlocks;
+  }
+  Locks locks{chans, nlocks};
+  lock_all(locks);
+
+  // Pass 1: the first ready case in poll order wins.
+  for (std::size_t k = 0; k < n; ++k) {
+    const std::size_t i = order[k];
+    SelectCase& cs = cases[i];
+    ChanBase* c = cs.chan();
+    if (cs.kind() == SelectCase::Kind::kSend) {
+      if (c->closed_.load(std::memory_order_relaxed)) {
+        unlock_all(&locks);
+        throw_select_send_closed(c);
+      }
+      if (Waiter* r = dequeue_claimable(c->recvq_)) {
+        hand_to_receiver(c, r, cs.elem());
+        unlock_all(&locks);
+        unpark(r->parker);
+        return i;
+      }
+      if (c->count_.load(std::memory_order_relaxed) < c->cap_) {
+        put_tail(c, cs.elem());
+        unlock_all(&locks);
+        return i;
+      }
+    } else {
+      if (Waiter* s = dequeue_claimable(c->sendq_)) {
+        take_from_sender(c, s, cs.elem());
+        unlock_all(&locks);
+        unpark(s->parker);
+        return i;
+      }
+      if (c->count_.load(std::memory_order_relaxed) > 0) {
+        take_head(c, cs.elem());
+        unlock_all(&locks);
+        return i;
+      }
+      if (c->closed_.load(std::memory_order_relaxed)) {
+        c->ops_->reset_optional(cs.elem());
+        unlock_all(&locks);
+        return i;
+      }
+    }
+  }
+  if (default_index != SIZE_MAX) {
+    unlock_all(&locks);
+    return default_index;
+  }
+
+  // Pass 2: enqueue one waiter per case and park until one fires.
+  Parker* p = current_parker();
+  Scratch<Waiter> waiters_buf;
+  Waiter* ws = waiters_buf.get(n);
+  for (std::size_t k = 0; k < n; ++k) {
+    const std::size_t i = order[k];
+    Waiter& w = *::new (&ws[k]) Waiter();
+    w.parker = p;
+    w.chan = cases[i].chan();
+    w.elem = cases[i].elem();
+    w.case_index = static_cast<uint32_t>(i);
+    w.is_send = cases[i].kind() == SelectCase::Kind::kSend;
+    (w.is_send ? w.chan->sendq_ : w.chan->recvq_).push_back(&w);
+  }
+  p->arm(WaitReason::kSelect, nullptr, ws, static_cast<uint32_t>(n));
+  const uint32_t st = park(p, &unlock_all, &locks);
+
+  // Pass 3: dequeue the losers (the winner was dequeued by its waker).
+  lock_all(locks);
+  for (std::size_t k = 0; k < n; ++k) {
+    Waiter& w = ws[k];
+    (w.is_send ? w.chan->sendq_ : w.chan->recvq_).remove(&w);
+  }
+  Waiter* fired = st == Parker::kClaimed ? p->fired : nullptr;
+  unlock_all(&locks);
+  if (fired == nullptr) throw_park_canceled(p);
+  const std::size_t i = fired->case_index;
+  if (!fired->success) {
+    if (fired->is_send) throw_select_send_closed(fired->chan);
+    fired->chan->ops_->reset_optional(fired->elem);
+  }
+  return i;
+}
+
+}  // namespace chanflow

@@ -1,0 +1,72 @@
+// stack_pool.h — green-thread stacks: carved from big mappings, pooled, reused warm (private).
+//
+// A first-touch page fault costs microseconds, so stacks are never unmapped while the scheduler
+// lives: a released stack goes back on a LIFO free list and the next spawn reuses it with its pages
+// already resident. Guarded stacks have a PROT_NONE page below them; each costs two kernel mappings
+// (vm.max_map_count is 65530 by default), so guard pages are handed out from a process-wide budget
+// and, in StackGuard::kAuto, later stacks are compact: back to back in one mapping, protected by a
+// canary word instead (see docs/runtime.md).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+#include "chanflow/runtime/scheduler.h"
+
+namespace chanflow::detail {
+
+struct StackSlot {
+  char* base = nullptr;   // lowest address of the slot (the guard page, if any)
+  std::size_t guard = 0;  // guard bytes at base (0: compact, canary at base)
+  char* bottom() const noexcept { return base + guard; }
+};
+
+inline constexpr std::uint64_t kStackCanary = 0x6368616e666c6f77ULL;  // "chanflow"
+
+class StackPool {
+ public:
+  StackPool(std::size_t usable, StackGuard mode);
+  ~StackPool();
+  StackPool(const StackPool&) = delete;
+  StackPool& operator=(const StackPool&) = delete;
+
+  // A stack; its usable bytes are [bottom(), base + slot_size()). Throws Error when memory or the
+  // guard budget (kAlways) runs out. Thread-safe.
+  StackSlot acquire();
+  // Returns a stack to the pool. Thread-safe.
+  void release(StackSlot slot) noexcept;
+
+  std::size_t usable() const noexcept { return usable_; }
+  // Distance between the bases of consecutive slots of a compact chunk; guarded slots add a page.
+  std::size_t slot_size(const StackSlot& s) const noexcept { return usable_ + s.guard; }
+
+ private:
+  void grow();  // maps one more chunk; called with mu_ held
+
+  std::size_t usable_;
+  std::size_t page_;
+  StackGuard mode_;
+  std::mutex mu_;
+  std::vector<StackSlot> free_;
+  struct Chunk {
+    char* base;
+    std::size_t bytes;
+    int registry_index;
+    bool guarded;
+  };
+  std::vector<Chunk> chunks_;
+};
+
+// The green thread's task header sits at the top of its slot: the overflow handler finds it from a
+// fault address. Returns the slot holding `addr` if addr lies in a guard page, else false.
+// Async-signal-safe.
+bool find_guard_hit(const void* addr, char** slot_top) noexcept;
+
+// Installs the SIGSEGV handler reporting guard-page hits (once per process) and, for the calling
+// thread, an alternate signal stack. Workers call it at start and release_alt_stack() at exit.
+void install_overflow_handler() noexcept;
+void release_alt_stack() noexcept;
+
+}  // namespace chanflow::detail

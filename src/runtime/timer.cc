@@ -1,0 +1,251 @@
+// timer.cc — the timer heap and its thread; sleep_for and after().
+#include "timer.h"
+
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "chanflow/runtime/detail/spinlock.h"
+#include "chanflow/runtime/scheduler.h"
+#include "chanflow/runtime/timer.h"
+#include "deadlock.h"
+#include "scheduler_impl.h"
+
+namespace chanflow::detail {
+namespace {
+
+// The heap is guarded by a SpinLock because a parking green thread keeps it across its switch-out
+// (sleep_for); the timer thread sleeps on a condition variable of its own.
+class TimerService {
+ public:
+  static TimerService& get() {
+    static TimerService* const kService = new TimerService();  // lives until exit
+    return *kService;
+  }
+
+  SpinLock& lock() noexcept { return lock_; }
+
+  // lock() held. Returns whether the entry is the earliest: then call notify() after unlocking.
+  bool add_locked(TimerEntry* e) {
+    e->seq = seq_++;
+    e->index = static_cast<std::ptrdiff_t>(heap_.size());
+    heap_.push_back(e);
+    sift_up(e->index);
+    pending_.fetch_add(1, std::memory_order_seq_cst);
+    return e->index == 0;
+  }
+  // Starts the timer thread or tells it about an earlier deadline. Call without lock().
+  void notify() {
+    std::call_once(started_, [this] {
+      threads_.store(1, std::memory_order_seq_cst);
+      std::thread([this] { loop(); }).detach();
+    });
+    {
+      std::lock_guard<std::mutex> g(cv_mu_);
+      changed_ = true;
+    }
+    cv_.notify_one();
+  }
+
+  bool remove(TimerEntry* e) {
+    std::unique_lock<SpinLock> g(lock_);
+    if (e->index >= 0) {
+      erase(e->index);
+      pending_.fetch_sub(1, std::memory_order_seq_cst);
+      return true;
+    }
+    // Fired or firing: wait until its callback returned (it may touch the entry's owner).
+    while (firing_ == e) {
+      g.unlock();
+      std::this_thread::yield();
+      g.lock();
+    }
+    return false;
+  }
+
+  std::size_t pending() const noexcept { return pending_.load(std::memory_order_seq_cst); }
+  int threads() const noexcept { return threads_.load(std::memory_order_seq_cst); }
+
+ private:
+  void loop() {
+    for (;;) {
+      Clock::time_point next = Clock::time_point::max();
+      lock_.lock();
+      const auto now = Clock::now();
+      while (!heap_.empty() && heap_[0]->when <= now) {
+        TimerEntry* e = heap_[0];
+        erase(0);
+        firing_ = e;
+        lock_.unlock();
+        e->fire(e);
+        lock_.lock();
+        firing_ = nullptr;
+        const bool last = pending_.fetch_sub(1, std::memory_order_seq_cst) == 1;
+        if (last) {
+          lock_.unlock();
+          deadlock_poke();
+          lock_.lock();
+        }
+      }
+      if (!heap_.empty()) next = heap_[0]->when;
+      lock_.unlock();
+      std::unique_lock<std::mutex> g(cv_mu_);
+      if (!changed_) {
+        if (next == Clock::time_point::max()) {
+          cv_.wait(g, [this] { return changed_; });
+        } else {
+          cv_.wait_until(g, next, [this] { return changed_; });
+        }
+      }
+      changed_ = false;
+    }
+  }
+
+  bool less(std::size_t a, std::size_t b) const noexcept {
+    if (heap_[a]->when != heap_[b]->when) return heap_[a]->when < heap_[b]->when;
+    return heap_[a]->seq < heap_[b]->seq;
+  }
+  void swap_at(std::size_t a, std::size_t b) noexcept {
+    std::swap(heap_[a], heap_[b]);
+    heap_[a]->index = static_cast<std::ptrdiff_t>(a);
+    heap_[b]->index = static_cast<std::ptrdiff_t>(b);
+  }
+  void sift_up(std::ptrdiff_t i) noexcept {
+    auto k = static_cast<std::size_t>(i);
+    while (k > 0 && less(k, (k - 1) / 2)) {
+      swap_at(k, (k - 1) / 2);
+      k = (k - 1) / 2;
+    }
+  }
+  void sift_down(std::size_t k) noexcept {
+    for (;;) {
+      std::size_t m = k;
+      const std::size_t l = 2 * k + 1;
+      const std::size_t r = l + 1;
+      if (l < heap_.size() && less(l, m)) m = l;
+      if (r < heap_.size() && less(r, m)) m = r;
+      if (m == k) return;
+      swap_at(k, m);
+      k = m;
+    }
+  }
+  void erase(std::ptrdiff_t i) noexcept {
+    const auto k = static_cast<std::size_t>(i);
+    heap_[k]->index = -1;
+    const std::size_t last = heap_.size() - 1;
+    if (k != last) {
+      heap_[k] = heap_[last];
+      heap_[k]->index = static_cast<std::ptrdiff_t>(k);
+      heap_.pop_back();
+      sift_down(k);
+      sift_up(heap_[k]->index);
+    } else {
+      heap_.pop_back();
+    }
+  }
+
+  SpinLock lock_;
+  std::vector<TimerEntry*> heap_;
+  uint64_t seq_ = 0;
+  TimerEntry* firing_ = nullptr;
+  std::atomic<std::size_t> pending_{0};
+  std::atomic<int> threads_{0};
+  std::once_flag started_;
+  std::mutex cv_mu_;
+  std::condition_variable cv_;
+  bool changed_ = false;
+};
+
+}  // namespace
+
+void timer_add(TimerEntry* e) {
+  TimerService& ts = TimerService::get();
+  bool earliest = false;
+  {
+    std::lock_guard<SpinLock> g(ts.lock());
+    earliest = ts.add_locked(e);
+  }
+  if (earliest) ts.notify();
+}
+
+bool timer_remove(TimerEntry* e) { return TimerService::get().remove(e); }
+std::size_t timers_pending() noexcept { return TimerService::get().pending(); }
+int timer_threads() noexcept { return TimerService::get().threads(); }
+
+namespace {
+
+struct SleepTimer : TimerEntry {
+  Parker* parker = nullptr;
+};
+
+struct SleepUnlock {
+  TimerService* ts;
+  bool earliest;
+};
+void unlock_timers(void* arg) {
+  auto* u = static_cast<SleepUnlock*>(arg);
+  TimerService* ts = u->ts;
+  const bool earliest = u->earliest;  // read before the unlock lets the sleeper go
+  ts->lock().unlock();
+  if (earliest) ts->notify();
+}
+
+struct AfterTimer : TimerEntry {
+  Chan<Clock::time_point> ch;
+};
+
+}  // namespace
+
+void green_sleep(Clock::time_point until) {
+  Parker* p = current_parker();
+  SleepTimer st;
+  st.when = until;
+  st.parker = p;
+  st.fire = [](TimerEntry* e) {
+    Parker* q = static_cast<SleepTimer*>(e)->parker;
+    if (q->try_claim()) unpark(q);
+  };
+  TimerService& ts = TimerService::get();
+  ts.lock().lock();
+  SleepUnlock u{&ts, ts.add_locked(&st)};
+  p->arm(WaitReason::kSleep, nullptr);
+  // The heap's lock is released after the switch: the timer thread cannot claim us earlier.
+  const uint32_t state = park(p, &unlock_timers, &u);
+  if (state == Parker::kCanceled) {
+    timer_remove(&st);
+    throw_park_canceled(p);
+  }
+}
+
+}  // namespace chanflow::detail
+
+namespace chanflow {
+
+void sleep_for(std::chrono::nanoseconds d) {
+  if (!in_green_thread()) {
+    if (d.count() > 0) std::this_thread::sleep_for(d);
+    return;
+  }
+  if (d.count() <= 0) {
+    yield();
+    return;
+  }
+  detail::green_sleep(Clock::now() + d);
+}
+
+Chan<Clock::time_point> after(std::chrono::nanoseconds d) {
+  auto* t = new detail::AfterTimer();
+  t->ch = make_chan<Clock::time_point>(1);
+  Chan<Clock::time_point> result = t->ch;
+  t->when = Clock::now() + d;
+  t->fire = [](detail::TimerEntry* e) {
+    auto* at = static_cast<detail::AfterTimer*>(e);
+    at->ch.try_send(Clock::now());
+    delete at;
+  };
+  detail::timer_add(t);
+  return result;
+}
+
+}  // namespace chanflow

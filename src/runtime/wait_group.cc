@@ -1,0 +1,62 @@
+// wait_group.cc — a counter whose zero releases every waiter.
+#include "chanflow/runtime/wait_group.h"
+
+#include <mutex>
+
+#include "chanflow/core/error.h"
+
+namespace chanflow {
+
+void WaitGroup::add(int n) {
+  detail::Waiter* wake = nullptr;
+  {
+    std::lock_guard<detail::SpinLock> g(lock_);
+    const int64_t next = count_ + n;
+    if (next < 0) {
+      CHANFLOW_THROW(Error) << "WaitGroup: negative counter (" << count_ << " + " << n << ")";
+    }
+    count_ = next;
+    if (next == 0) {
+      while (detail::Waiter* w = waiters_.pop_front()) {
+        if (w->parker->try_claim()) {
+          w->parker->fired = w;
+          w->next = wake;
+          wake = w;
+        }
+      }
+    }
+  }
+  while (wake != nullptr) {
+    detail::Waiter* next = wake->next;
+    detail::unpark(wake->parker);
+    wake = next;
+  }
+}
+
+void WaitGroup::wait() {
+  lock_.lock();
+  if (count_ == 0) {
+    lock_.unlock();
+    return;
+  }
+  detail::Parker* p = detail::current_parker();
+  detail::Waiter w;
+  w.parker = p;
+  waiters_.push_back(&w);
+  p->arm(detail::WaitReason::kWaitGroup, this);
+  const uint32_t st = detail::park(
+      p, [](void* l) { static_cast<detail::SpinLock*>(l)->unlock(); }, &lock_);
+  if (st == detail::Parker::kCanceled) {
+    lock_.lock();
+    waiters_.remove(&w);
+    lock_.unlock();
+    detail::throw_park_canceled(p);
+  }
+}
+
+int64_t WaitGroup::count() const noexcept {
+  std::lock_guard<detail::SpinLock> g(lock_);
+  return count_;
+}
+
+}  // namespace chanflow

@@ -1,0 +1,294 @@
+// Chan<T> semantics on 1, 2, 4 and 8 workers, from green threads and OS threads.
+#include <atomic>
+#include <memory>
+#include <numeric>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "runtime_test_util.h"
+
+namespace {
+
+using Chan = WorkersFixture;
+
+TEST_P(Chan, UnbufferedPingPong) {
+  auto ping = cf::make_chan<int>();
+  auto pong = cf::make_chan<int>();
+  cf::go("echo", [ping, pong] {
+    for (std::optional<int> v = ping.recv(); v; v = ping.recv()) pong.send(*v + 1);
+    pong.close();
+  });
+  for (int i = 0; i < 2000; ++i) {
+    ping.send(i);
+    EXPECT_EQ(pong.recv(), i + 1);
+  }
+  ping.close();
+  EXPECT_EQ(pong.recv(), std::nullopt);
+}
+
+TEST_P(Chan, UnbufferedIsRendezvous) {
+  auto ch = cf::make_chan<int>();
+  EXPECT_FALSE(ch.try_send(1));  // nobody receives
+  EXPECT_EQ(ch.try_recv(), std::nullopt);
+  std::atomic<bool> sent{false};
+  cf::go([&, ch] {
+    ch.send(7);
+    sent = true;
+  });
+  wait_until([&] { return parked_senders(ch.base()) == 1; });
+  EXPECT_FALSE(sent.load());  // the sender waits for a receiver
+  EXPECT_EQ(ch.try_recv(), 7);
+  wait_until([&] { return sent.load(); });
+}
+
+TEST_P(Chan, BufferedIsFifoAndBounded) {
+  auto ch = cf::make_chan<int>(8);
+  EXPECT_EQ(ch.capacity(), 8u);
+  for (int i = 0; i < 8; ++i) EXPECT_TRUE(ch.try_send(i));
+  EXPECT_FALSE(ch.try_send(8));
+  EXPECT_EQ(ch.size(), 8u);
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(ch.recv(), i);
+  EXPECT_EQ(ch.size(), 0u);
+}
+
+TEST_P(Chan, BlockedSenderKeepsFifoOrder) {
+  auto ch = cf::make_chan<int>(2);
+  ch.send(0);
+  ch.send(1);
+  cf::go([ch] { ch.send(2); });
+  wait_until([&] { return parked_senders(ch.base()) == 1; });
+  EXPECT_EQ(ch.recv(), 0);
+  EXPECT_EQ(ch.recv(), 1);
+  EXPECT_EQ(ch.recv(), 2);
+}
+
+TEST_P(Chan, CloseDrainsThenReportsClosed) {
+  auto ch = cf::make_chan<std::string>(3);
+  ch.send("a");
+  ch.send("b");
+  ch.close();
+  EXPECT_TRUE(ch.closed());
+  EXPECT_EQ(ch.recv(), "a");
+  EXPECT_EQ(ch.try_recv(), "b");
+  EXPECT_EQ(ch.recv(), std::nullopt);
+  EXPECT_EQ(ch.try_recv(), std::nullopt);
+}
+
+TEST_P(Chan, CloseWakesEveryReceiver) {
+  auto ch = cf::make_chan<int>();
+  constexpr int kN = 16;
+  cf::WaitGroup wg;
+  std::atomic<int> saw_closed{0};
+  for (int i = 0; i < kN; ++i) {
+    wg.add();
+    cf::go([&, ch] {
+      if (!ch.recv()) saw_closed++;
+      wg.done();
+    });
+  }
+  wait_until([&] { return parked_receivers(ch.base()) == kN; });
+  ch.close();
+  wg.wait();
+  EXPECT_EQ(saw_closed.load(), kN);
+}
+
+TEST_P(Chan, CloseMakesBlockedSendersThrow) {
+  auto ch = cf::make_chan<int>();
+  constexpr int kN = 8;
+  cf::WaitGroup wg;
+  std::atomic<int> threw{0};
+  for (int i = 0; i < kN; ++i) {
+    wg.add();
+    cf::go([&, ch, i] {
+      try {
+        ch.send(i);
+      } catch (const cf::ChannelClosedError& e) {
+        if (std::string(e.what()).find("closed while the sender waited") != std::string::npos) {
+          threw++;
+        }
+      }
+      wg.done();
+    });
+  }
+  wait_until([&] { return parked_senders(ch.base()) == kN; });
+  ch.close();
+  wg.wait();
+  EXPECT_EQ(threw.load(), kN);
+}
+
+TEST_P(Chan, MisuseThrowsChannelClosedError) {
+  auto ch = cf::make_chan<int>(1);
+  ch.close();
+  EXPECT_THROW(ch.send(1), cf::ChannelClosedError);
+  EXPECT_THROW(ch.try_send(1), cf::ChannelClosedError);
+  EXPECT_THROW(ch.close(), cf::ChannelClosedError);
+  cf::Chan<int> nil;
+  EXPECT_TRUE(nil.is_nil());
+  EXPECT_THROW(nil.close(), cf::ChannelClosedError);
+  EXPECT_FALSE(nil.try_send(1));
+  EXPECT_EQ(nil.try_recv(), std::nullopt);
+  EXPECT_EQ(nil.size(), 0u);
+  EXPECT_FALSE(nil.closed());
+}
+
+TEST_P(Chan, MoveOnlyAndEmptyTypes) {
+  auto ch = cf::make_chan<std::unique_ptr<int>>();
+  cf::go([ch] {
+    for (int i = 0; i < 100; ++i) ch.send(std::make_unique<int>(i));
+    ch.close();
+  });
+  int expect = 0;
+  for (std::unique_ptr<int>& p : ch) EXPECT_EQ(*p, expect++);
+  EXPECT_EQ(expect, 100);
+
+  struct Empty {};
+  auto e = cf::make_chan<Empty>(4);
+  e.send(Empty{});
+  EXPECT_TRUE(e.recv().has_value());
+  auto u = cf::make_chan<cf::Unit>();
+  cf::go([u] { u.close(); });
+  EXPECT_EQ(u.recv(), std::nullopt);
+}
+
+TEST_P(Chan, HandlesShareOneChannel) {
+  auto a = cf::make_chan<int>(1);
+  cf::Chan<int> b = a;
+  EXPECT_TRUE(a == b);
+  b.send(5);
+  EXPECT_EQ(a.recv(), 5);
+  EXPECT_FALSE(a == cf::make_chan<int>(1));
+}
+
+TEST_P(Chan, ManyProducersManyConsumersExactSum) {
+  for (std::size_t cap : {std::size_t{0}, std::size_t{1}, std::size_t{64}}) {
+    auto ch = cf::make_chan<int64_t>(cap);
+    auto sums = cf::make_chan<int64_t>(8);
+    constexpr int kProducers = 8;
+    constexpr int kConsumers = 4;
+    constexpr int kPer = 2000;
+    cf::WaitGroup producers;
+    for (int p = 0; p < kProducers; ++p) {
+      producers.add();
+      cf::go("producer", [&, ch, p] {
+        for (int i = 0; i < kPer; ++i) ch.send(static_cast<int64_t>(p) * kPer + i);
+        producers.done();
+      });
+    }
+    for (int c = 0; c < kConsumers; ++c) {
+      cf::go("consumer", [ch, sums] {
+        int64_t s = 0;
+        for (int64_t v : ch) s += v;
+        sums.send(s);
+      });
+    }
+    producers.wait();
+    ch.close();
+    int64_t total = 0;
+    for (int c = 0; c < kConsumers; ++c) total += *sums.recv();
+    const int64_t n = int64_t{kProducers} * kPer;
+    EXPECT_EQ(total, n * (n - 1) / 2) << "cap " << cap;
+  }
+}
+
+TEST_P(Chan, PlainOsThreadsOnly) {
+  auto ch = cf::make_chan<int>();
+  std::thread t([ch] {
+    for (int i = 0; i < 500; ++i) ch.send(i);
+    ch.close();
+  });
+  int n = 0;
+  for (int v : ch) EXPECT_EQ(v, n++);
+  t.join();
+  EXPECT_EQ(n, 500);
+}
+
+TEST_P(Chan, ValuesAreVisibleToReceiver) {
+  // Memory ordering: what the sender wrote before send is visible after recv.
+  struct Box {
+    int64_t payload[8];
+  };
+  auto ch = cf::make_chan<Box*>();
+  std::vector<Box> boxes(1000);
+  cf::go([&, ch] {
+    for (std::size_t i = 0; i < boxes.size(); ++i) {
+      for (auto& x : boxes[i].payload) x = static_cast<int64_t>(i);
+      ch.send(&boxes[i]);
+    }
+    ch.close();
+  });
+  std::size_t i = 0;
+  for (Box* b : ch) {
+    for (int64_t x : b->payload) ASSERT_EQ(x, static_cast<int64_t>(i));
+    ++i;
+  }
+  EXPECT_EQ(i, boxes.size());
+}
+
+INSTANTIATE_TEST_SUITE_P(Workers, Chan, CHANFLOW_WORKER_COUNTS);
+
+struct FooObj : cf::Object {
+  int value = 0;
+  static constexpr const char* kTypeKey = "test.Foo";
+  CHANFLOW_DECLARE_FINAL_OBJECT_INFO(FooObj, cf::Object);
+};
+
+TEST(Channel, TypeErasedChecksElementType) {
+  cf::Channel ch = cf::Channel::make<cf::ChannelObj>(2);
+  EXPECT_EQ(ch->elem_type(), "Channel");
+  EXPECT_EQ(std::string(ch->type_key()), "Channel");
+  cf::Channel inner = cf::Channel::make(1);
+  ch.send(inner);
+  try {
+    ch.send(cf::make_object<FooObj>());
+    FAIL() << "expected TypeError";
+  } catch (const cf::TypeError& e) {
+    EXPECT_NE(std::string(e.what()).find("carries Channel, got test.Foo"), std::string::npos)
+        << e.what();
+  }
+  ch.send(cf::ObjectRef());  // nil values are allowed, as in Go
+  std::optional<cf::ObjectRef> got = ch.recv();
+  ASSERT_TRUE(got.has_value());
+  EXPECT_TRUE(got->same_as(inner));
+  got = ch.recv();
+  ASSERT_TRUE(got.has_value());
+  EXPECT_FALSE(got->defined());
+  ch.close();
+  EXPECT_EQ(ch.recv(), std::nullopt);
+  EXPECT_THROW(ch.send(inner), cf::ChannelClosedError);
+}
+
+TEST(Channel, AnyTypeAndNil) {
+  cf::Channel any = cf::Channel::make(1);
+  auto foo = cf::make_object<FooObj>();
+  foo->value = 3;
+  EXPECT_TRUE(any.try_send(foo));
+  EXPECT_FALSE(any.try_send(foo));
+  auto v = any.try_recv();
+  ASSERT_TRUE(v.has_value());
+  EXPECT_EQ(v->as<FooObj>()->value, 3);
+  cf::Channel nil;
+  EXPECT_FALSE(nil.try_send(foo));
+  EXPECT_EQ(nil.try_recv(), std::nullopt);
+  EXPECT_THROW(nil.close(), cf::ChannelClosedError);
+}
+
+TEST(Channel, SelectMixesTypedAndErased) {
+  cf::Channel erased = cf::Channel::make(1);
+  auto typed = cf::make_chan<int>(1);
+  erased.send(cf::make_object<FooObj>());
+  std::optional<cf::ObjectRef> obj;
+  std::optional<int> num;
+  cf::SelectCase cs[] = {erased.select_recv(obj), cf::SelectCase::recv(typed, num)};
+  EXPECT_EQ(cf::select(std::span<cf::SelectCase>(cs)), 0u);
+  ASSERT_TRUE(obj.has_value());
+  EXPECT_NE(obj->as<FooObj>(), nullptr);
+  typed.send(4);
+  EXPECT_EQ(cf::select(std::span<cf::SelectCase>(cs)), 1u);
+  EXPECT_EQ(num, 4);
+  auto wrong = cf::Channel::make<cf::ChannelObj>(1);
+  cf::ObjectRef foo = cf::make_object<FooObj>();
+  EXPECT_THROW(wrong.select_send(foo), cf::TypeError);
+}
+
+}  // namespace

@@ -1,0 +1,50 @@
+// runtime_test_util.h — the worker-count fixture shared by the runtime unit tests.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <mutex>
+
+#include "chanflow/runtime.h"
+
+namespace cf = chanflow;
+
+// Runs each test on a fresh scheduler with GetParam() workers, installed as cf::go's default.
+class WorkersFixture : public ::testing::TestWithParam<int> {
+ protected:
+  void SetUp() override {
+    sched_ = std::make_unique<cf::Scheduler>(cf::SchedulerOptions{.workers = GetParam()});
+    use_ = std::make_unique<cf::ScopedDefaultScheduler>(*sched_);
+  }
+  void TearDown() override {
+    use_.reset();
+    sched_.reset();
+  }
+  cf::Scheduler& sched() { return *sched_; }
+
+ private:
+  std::unique_ptr<cf::Scheduler> sched_;
+  std::unique_ptr<cf::ScopedDefaultScheduler> use_;
+};
+
+// White-box: parties parked on a channel right now.
+inline std::size_t parked_receivers(cf::detail::ChanBase* c) {
+  std::lock_guard<cf::detail::SpinLock> g(c->lock_);
+  std::size_t n = 0;
+  for (auto* w = c->recvq_.front(); w != nullptr; w = w->next) ++n;
+  return n;
+}
+inline std::size_t parked_senders(cf::detail::ChanBase* c) {
+  std::lock_guard<cf::detail::SpinLock> g(c->lock_);
+  std::size_t n = 0;
+  for (auto* w = c->sendq_.front(); w != nullptr; w = w->next) ++n;
+  return n;
+}
+// Waits (yielding, not sleeping) until `pred` holds: the state is produced by other threads.
+template <class P>
+void wait_until(P pred) {
+  while (!pred()) cf::yield();
+}
+
+#define CHANFLOW_WORKER_COUNTS ::testing::Values(1, 2, 4, 8)

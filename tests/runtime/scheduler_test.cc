@@ -1,0 +1,157 @@
+// Scheduler: spawning, yielding, parking from OS threads, teardown.
+#include <atomic>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "runtime_test_util.h"
+
+namespace {
+
+using Scheduler = WorkersFixture;
+
+TEST_P(Scheduler, RunsManyGreenThreads) {
+  constexpr int kN = 20000;
+  std::atomic<int> ran{0};
+  cf::WaitGroup wg;
+  wg.add(kN);
+  for (int i = 0; i < kN; ++i) {
+    cf::go([&] {
+      ran++;
+      wg.done();
+    });
+  }
+  wg.wait();
+  EXPECT_EQ(ran.load(), kN);
+  EXPECT_EQ(sched().workers(), GetParam());
+}
+
+TEST_P(Scheduler, GreenThreadsSpawnOnTheirOwnScheduler) {
+  cf::Scheduler other({.workers = 1});
+  auto ch = cf::make_chan<bool>();
+  other.go([&, ch] {
+    cf::go([ch] { ch.send(cf::in_green_thread()); });  // runs on `other`
+  });
+  EXPECT_EQ(ch.recv(), true);
+  EXPECT_FALSE(cf::in_green_thread());
+}
+
+TEST_P(Scheduler, NamesAreVisible) {
+  auto ch = cf::make_chan<std::string>();
+  cf::go("worker-7", [ch] { ch.send(cf::current_green_thread_name()); });
+  EXPECT_EQ(ch.recv(), "worker-7");
+  cf::go([ch] { ch.send(cf::current_green_thread_name()); });
+  EXPECT_EQ(ch.recv()->front(), '#');
+  EXPECT_EQ(cf::current_green_thread_name(), "");
+}
+
+TEST_P(Scheduler, YieldLetsOthersRun) {
+  std::atomic<int> turns{0};
+  std::atomic<bool> stop{false};
+  cf::WaitGroup wg;
+  wg.add(2);
+  cf::go([&] {
+    while (!stop) cf::yield();
+    wg.done();
+  });
+  cf::go([&] {
+    for (int i = 0; i < 100; ++i) {
+      turns++;
+      cf::yield();
+    }
+    stop = true;
+    wg.done();
+  });
+  wg.wait();
+  EXPECT_EQ(turns.load(), 100);
+}
+
+TEST_P(Scheduler, SleepParksOnlyTheGreenThread) {
+  // On one worker too: while `sleeper` sleeps, `runner` completes; the order proves the worker
+  // was free.
+  auto order = cf::make_chan<std::string>(2);
+  cf::go("sleeper", [order] {
+    cf::sleep_for(std::chrono::milliseconds(40));
+    order.send("sleeper");
+  });
+  cf::go("runner", [order] { order.send("runner"); });
+  EXPECT_EQ(order.recv(), "runner");
+  EXPECT_EQ(order.recv(), "sleeper");
+}
+
+TEST_P(Scheduler, PlainThreadsHandWorkToGreenThreadsAndWait) {
+  constexpr int kThreads = 4;
+  std::vector<std::thread> threads;
+  std::atomic<int64_t> total{0};
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      auto results = cf::make_chan<int64_t>();
+      for (int i = 0; i < 100; ++i) cf::go([results, t, i] { results.send(t * 1000 + i); });
+      for (int i = 0; i < 100; ++i) total += *results.recv();
+    });
+  }
+  for (auto& th : threads) th.join();
+  int64_t expect = 0;
+  for (int t = 0; t < kThreads; ++t)
+    for (int i = 0; i < 100; ++i) expect += t * 1000 + i;
+  EXPECT_EQ(total.load(), expect);
+}
+
+TEST(SchedulerTeardown, DestructorWaitsForGreenThreads) {
+  std::atomic<int> finished{0};
+  {
+    cf::Scheduler s({.workers = 2});
+    for (int i = 0; i < 100; ++i) {
+      s.go([&] {
+        for (int k = 0; k < 10; ++k) cf::yield();
+        cf::sleep_for(std::chrono::milliseconds(1));
+        finished++;
+      });
+    }
+  }
+  EXPECT_EQ(finished.load(), 100);
+}
+
+TEST(SchedulerTeardown, ParkedForeverGreenThreadsAreUnwound) {
+  struct Flag {
+    std::atomic<int>* n;
+    ~Flag() { (*n)++; }
+  };
+  std::atomic<int> unwound{0};
+  auto orphan = cf::make_chan<int>();
+  {
+    cf::Scheduler s({.workers = 2});
+    s.go("nil-waiter", [&] {
+      Flag f{&unwound};
+      cf::Chan<int>().recv();  // blocks forever
+    });
+    s.go("orphan-receiver", [&, orphan] {
+      Flag f{&unwound};
+      orphan.recv();
+    });
+    wait_until([&] { return parked_receivers(orphan.base()) == 1; });
+  }
+  EXPECT_EQ(unwound.load(), 2);
+  EXPECT_EQ(parked_receivers(orphan.base()), 0u);  // its waiter left the channel
+}
+
+TEST(SchedulerOptions, StackSizeAndWorkers) {
+  cf::Scheduler s({.workers = 3, .stack_size = 100000});
+  EXPECT_EQ(s.workers(), 3);
+  EXPECT_GE(s.stack_size(), 100000u);
+  EXPECT_EQ(s.stack_size() % 4096, 0u);
+}
+
+TEST(SchedulerOptions, OversizedCallableIsAnError) {
+  cf::Scheduler s({.workers = 1, .stack_size = 64 * 1024});
+  struct Big {
+    char bytes[64 * 1024];
+    void operator()() const {}
+  };
+  auto big = std::make_unique<Big>();
+  EXPECT_THROW(s.go(*big), cf::Error);
+}
+
+INSTANTIATE_TEST_SUITE_P(Workers, Scheduler, CHANFLOW_WORKER_COUNTS);
+
+}  // namespace
