@@ -40,8 +40,10 @@ struct Rat {
   }
 };
 
+// The non-negative greatest common divisor (gcd(0, 0) = 0).
 int64_t gcd(int64_t u, int64_t v) {
   if (u < 0) u = -u;
+  if (v < 0) v = -v;
   while (u != 0) {
     int64_t t = v % u;
     v = u;
@@ -50,12 +52,16 @@ int64_t gcd(int64_t u, int64_t v) {
   return v;
 }
 
-// u/v in lowest terms with a positive denominator (1/0 stays 1/0: the end marker).
+// u/v in lowest terms with a positive denominator (x/0 is the end marker).
 Rat rat(int64_t u, int64_t v) {
   int64_t g = gcd(u, v);
   if (g == 0) g = 1;
-  if (v < 0) g = -g;
-  return Rat{u / g, v / g};
+  Rat r{u / g, v / g};
+  if (r.den < 0) {
+    r.num = -r.num;
+    r.den = -r.den;
+  }
+  return r;
 }
 Rat itor(int64_t u) { return rat(u, 1); }
 const Rat kZero = itor(0);
@@ -73,7 +79,7 @@ Rat mul(Rat u, Rat v) {
   int64_t g2 = gcd(u.den, v.num);
   if (g1 == 0) g1 = 1;
   if (g2 == 0) g2 = 1;
-  return Rat{(u.num / g1) * (v.num / g2), (u.den / g2) * (v.den / g1)};
+  return rat((u.num / g1) * (v.num / g2), (u.den / g2) * (v.den / g1));
 }
 Rat neg(Rat u) { return rat(-u.num, u.den); }
 Rat inv(Rat u) {

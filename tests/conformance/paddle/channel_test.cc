@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <thread>
@@ -301,6 +302,105 @@ TEST_P(PaddleChannel, CloseTwiceThrows) {
   EXPECT_THROW(ch.close(), cf::ChannelClosedError);
   cf::Chan<int> nil;
   EXPECT_THROW(nil.close(), cf::ChannelClosedError);
+}
+
+// The type-erased channel (ChannelHolder in Paddle): the element type is fixed at creation; sending
+// an object of another type is a TypeError naming both types (Paddle: an enforce failure), in a
+// plain send, a try_send and a select send case alike. Values of the right type flow as usual.
+TEST_P(PaddleChannel, TypeErasedTypeMismatchThrowsTypeError) {
+  cf::Channel ch = cf::Channel::make<cf::IntObj>(10);
+  EXPECT_EQ(ch->capacity(), 10u);
+  EXPECT_EQ(cf::Channel::make<cf::IntObj>(0)->capacity(), 0u);
+  try {
+    ch.send(cf::String("not an int"));
+    ADD_FAILURE() << "sending a String on a channel of Int did not throw";
+  } catch (const cf::TypeError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("Int"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("String"), std::string::npos) << msg;
+  }
+  EXPECT_THROW((void)ch.try_send(cf::String("nope")), cf::TypeError);
+  cf::ObjectRef wrong = cf::String("nope");
+  EXPECT_THROW((void)ch.select_send(wrong), cf::TypeError);
+  EXPECT_EQ(ch->size(), 0u) << "a rejected value reached the buffer";
+
+  // Right type, between a peer and this thread, in order.
+  start([ch] {
+    for (int i = 0; i < 5; ++i) ch.send(cf::Int(i));
+  });
+  for (int i = 0; i < 5; ++i) {
+    auto v = ch.recv();
+    ASSERT_TRUE(v.has_value());
+    EXPECT_EQ(cf::downcast<cf::Int>(*v).value(), i);
+  }
+  join();
+  ch.close();
+  EXPECT_FALSE(ch.recv().has_value());
+  EXPECT_THROW(ch.close(), cf::ChannelClosedError) << "closing twice must be an error";
+  EXPECT_THROW(ch.send(cf::Int(1)), cf::ChannelClosedError);
+}
+
+// Paddle's ChannelHolder tests: capacity of both kinds, send/receive through a peer, and an
+// uninitialised holder (chanflow: the nil Channel) whose close is an error.
+TEST_P(PaddleChannel, TypeErasedHolder) {
+  for (std::size_t cap : {std::size_t(0), std::size_t(10)}) {
+    cf::Channel ch = cf::Channel::make<cf::IntObj>(cap);
+    EXPECT_EQ(ch->capacity(), cap);
+    std::atomic<int> sum_send{0};
+    start([ch, &sum_send] {
+      for (int i = 0; i < 5; ++i) {
+        ch.send(cf::Int(i));
+        sum_send += i;
+      }
+    });
+    for (int i = 0; i < 5; ++i) {
+      auto v = ch.recv();
+      ASSERT_TRUE(v.has_value());
+      EXPECT_EQ(cf::downcast<cf::Int>(*v).value(), i);
+    }
+    join();
+    ch.close();
+    EXPECT_EQ(sum_send.load(), 10);
+  }
+  cf::Channel nil;
+  EXPECT_FALSE(nil.try_recv().has_value());
+  EXPECT_FALSE(nil.try_send(cf::Int(1)));
+  EXPECT_THROW(nil.close(), cf::ChannelClosedError);
+}
+
+// ChannelDestroyUnblock{Senders,Receivers}: Paddle deletes a channel under its blocked waiters and
+// expects them to wake as on close. In chanflow a blocked waiter holds its own handle, so the
+// channel cannot be destroyed under it: dropping every other handle neither closes nor frees the
+// channel (ASan checks the latter). What Paddle's test guarantees — no waiter stays blocked
+// unnoticed — chanflow gives through deadlock detection: the waiters are reported by name, and
+// the scheduler's teardown unwinds them. (The executor's channel variables close on scope exit;
+// that is tested with the program-level cases.)
+TEST_P(PaddleChannel, DroppingHandlesUnderBlockedWaiters) {
+  if (std::get<1>(GetParam()) == PeerKind::kOsThread) {
+    GTEST_SKIP() << "OS threads blocked forever could not be joined";
+  }
+  constexpr int kThreads = 5;
+  auto ended = std::make_shared<std::atomic<int>>(0);  // waiters outlive this test's frame
+  {
+    auto ch = cf::make_chan<int>();
+    for (int i = 0; i < kThreads; ++i) {
+      cf::go("waiter-" + std::to_string(i), [ch, ended] {
+        (void)ch.recv();
+        ++*ended;
+      });
+    }
+  }  // the test's handle is gone; only the waiters' remain
+  auto never = cf::make_chan<int>();
+  try {
+    (void)never.recv();
+    ADD_FAILURE() << "expected a deadlock report";
+  } catch (const cf::DeadlockError& e) {
+    const std::string report = e.what();
+    for (int i = 0; i < kThreads; ++i) {
+      EXPECT_NE(report.find("waiter-" + std::to_string(i)), std::string::npos) << report;
+    }
+  }
+  EXPECT_EQ(ended->load(), 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Workers, PaddleChannel,
