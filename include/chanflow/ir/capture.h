@@ -1,0 +1,36 @@
+// capture.h — the variables a block uses from the blocks that enclose it.
+//
+// A `go`, `while`, `conditional_block` or `select` body may read and write variables declared in
+// enclosing blocks. Fluid's Python API lists them as the control op's inputs (`X`, `Params`) and
+// outputs (`Out`); ProgramBuilder does the same with this analysis, and the exec layer can use it
+// to bind a go block's closure:
+//
+//   cf::BlockCaptures c = cf::captured_variables(program, /*block=*/1);
+//   c.reads;    // e.g. {"channel", "x"}: declared outside block 1, read in it or its sub-blocks
+//   c.writes;   // declared outside, written in it or its sub-blocks
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "chanflow/core/export.h"
+#include "chanflow/ir/program.h"
+
+namespace chanflow {
+
+struct BlockCaptures {
+  std::vector<std::string> reads;   // in order of first use, no duplicates
+  std::vector<std::string> writes;  // in order of first use, no duplicates
+  // reads and writes merged, in order of first use (what a go op lists as X).
+  std::vector<std::string> uses;
+};
+
+// The variables used by block `block` and the blocks nested in it (by parent_idx) that resolve to
+// declarations outside that subtree. Inputs count as reads, outputs as writes; a select's cases
+// read their channel, read what they send and write what they receive into. Names that resolve
+// nowhere are ignored (the verifier reports them). Throws ProgramError when `block` does not
+// exist or the parent chain is cyclic. Thread-safe.
+CHANFLOW_API BlockCaptures captured_variables(const Program& program, int64_t block);
+
+}  // namespace chanflow

@@ -1,0 +1,25 @@
+// Private: the capture analysis over a light view of blocks, shared by captured_variables() and
+// ProgramBuilder (which analyses its blocks while they are still being built).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "chanflow/ir/capture.h"
+#include "chanflow/ir/op_desc.h"
+
+namespace chanflow::ir_detail {
+
+struct CaptureBlockView {
+  int64_t parent = -1;
+  const std::unordered_set<std::string>* declared = nullptr;
+  const std::vector<OpDesc>* ops = nullptr;
+};
+
+// Captures of the subtree rooted at `root`. Blocks whose parent chain is cyclic are treated as
+// outside the subtree.
+BlockCaptures compute_captures(const std::vector<CaptureBlockView>& blocks, int64_t root);
+
+}  // namespace chanflow::ir_detail

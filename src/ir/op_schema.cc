@@ -1,0 +1,156 @@
+// OpSchema and OpSchemaRegistry.
+#include "chanflow/ir/op_schema.h"
+
+#include <set>
+
+#include "chanflow/core/error.h"
+
+namespace chanflow {
+
+OpSchema::OpSchema(const OpSchema& other)
+    : type_(other.type_),
+      doc_(other.doc_),
+      inputs_(other.inputs_),
+      outputs_(other.outputs_),
+      attrs_(other.attrs_),
+      id_(other.id_),
+      extension_(other.extension()) {}
+
+OpSchema& OpSchema::operator=(const OpSchema& other) {
+  if (this != &other) {
+    type_ = other.type_;
+    doc_ = other.doc_;
+    inputs_ = other.inputs_;
+    outputs_ = other.outputs_;
+    attrs_ = other.attrs_;
+    id_ = other.id_;
+    set_extension(other.extension());
+  }
+  return *this;
+}
+
+OpSchema& OpSchema::doc(std::string text) {
+  doc_ = std::move(text);
+  return *this;
+}
+
+OpSchema& OpSchema::input(std::string name, bool required, bool duplicable, std::string doc) {
+  inputs_.push_back(ArgSpec{std::move(name), required, duplicable, std::move(doc)});
+  return *this;
+}
+
+OpSchema& OpSchema::output(std::string name, bool required, bool duplicable, std::string doc) {
+  outputs_.push_back(ArgSpec{std::move(name), required, duplicable, std::move(doc)});
+  return *this;
+}
+
+OpSchema& OpSchema::attr(std::string name, AttrType type, std::function<Attr()> make_default,
+                         std::string doc, std::function<std::string(const Attr&)> check) {
+  attrs_.push_back(
+      AttrSpec{std::move(name), type, std::move(make_default), std::move(check), std::move(doc)});
+  return *this;
+}
+
+const ArgSpec* OpSchema::input(std::string_view name) const noexcept {
+  for (const ArgSpec& a : inputs_) {
+    if (a.name == name) return &a;
+  }
+  return nullptr;
+}
+
+const ArgSpec* OpSchema::output(std::string_view name) const noexcept {
+  for (const ArgSpec& a : outputs_) {
+    if (a.name == name) return &a;
+  }
+  return nullptr;
+}
+
+const AttrSpec* OpSchema::attr(std::string_view name) const noexcept {
+  for (const AttrSpec& a : attrs_) {
+    if (a.name == name) return &a;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> OpSchema::block_attrs() const {
+  std::vector<std::string> out;
+  for (const AttrSpec& a : attrs_) {
+    if (a.type == AttrType::kBlock) out.push_back(a.name);
+  }
+  return out;
+}
+
+void OpSchema::set_extension(std::shared_ptr<const OpExtension> extension) const {
+  std::lock_guard<std::mutex> lock(extension_mutex_);
+  extension_ = std::move(extension);
+}
+
+std::shared_ptr<const OpExtension> OpSchema::extension() const {
+  std::lock_guard<std::mutex> lock(extension_mutex_);
+  return extension_;
+}
+
+OpSchemaRegistry& OpSchemaRegistry::global() {
+  static OpSchemaRegistry* registry = [] {
+    auto* r = new OpSchemaRegistry();  // never destroyed: ops may be looked up during exit
+    register_builtin_ops(*r);
+    return r;
+  }();
+  return *registry;
+}
+
+std::unique_ptr<OpSchemaRegistry> OpSchemaRegistry::with_builtin_ops() {
+  auto r = std::make_unique<OpSchemaRegistry>();
+  register_builtin_ops(*r);
+  return r;
+}
+
+const OpSchema& OpSchemaRegistry::add(OpSchema schema) {
+  if (schema.type().empty()) CHANFLOW_THROW(Error) << "OpSchemaRegistry: empty op type";
+  std::set<std::string> names;
+  for (const auto* list : {&schema.inputs(), &schema.outputs()}) {
+    names.clear();
+    for (const ArgSpec& a : *list) {
+      if (a.name.empty() || !names.insert(a.name).second) {
+        CHANFLOW_THROW(Error) << "OpSchemaRegistry: op '" << schema.type()
+                              << "' declares parameter '" << a.name << "' twice or empty";
+      }
+    }
+  }
+  names.clear();
+  for (const AttrSpec& a : schema.attrs()) {
+    if (a.name.empty() || !names.insert(a.name).second) {
+      CHANFLOW_THROW(Error) << "OpSchemaRegistry: op '" << schema.type() << "' declares attribute '"
+                            << a.name << "' twice or empty";
+    }
+  }
+  std::unique_lock<std::shared_mutex> lock(mutex_);
+  if (schemas_.count(schema.type()) != 0) {
+    CHANFLOW_THROW(Error) << "OpSchemaRegistry: op '" << schema.type() << "' is already registered";
+  }
+  auto owned = std::make_unique<OpSchema>(std::move(schema));
+  owned->id_ = static_cast<int>(schemas_.size());
+  const OpSchema& ref = *owned;
+  schemas_.emplace(owned->type(), std::move(owned));
+  return ref;
+}
+
+const OpSchema* OpSchemaRegistry::find(std::string_view type) const {
+  std::shared_lock<std::shared_mutex> lock(mutex_);
+  auto it = schemas_.find(type);
+  return it == schemas_.end() ? nullptr : it->second.get();
+}
+
+std::vector<std::string> OpSchemaRegistry::op_types() const {
+  std::shared_lock<std::shared_mutex> lock(mutex_);
+  std::vector<std::string> out;
+  for (const auto& [k, v] : schemas_) out.push_back(k);
+  return out;
+}
+
+size_t OpSchemaRegistry::size() const {
+  std::shared_lock<std::shared_mutex> lock(mutex_);
+  return schemas_.size();
+}
+
+}  // namespace chanflow

@@ -1,0 +1,142 @@
+// Program text/binary/file I/O through the protobuf file format. Parsing never trusts its input:
+// syntax errors come back through an error collector (with line and column), binary input through
+// ParsePartial (protobuf's own recursion limit bounds nesting), and structure through from_proto.
+#include <google/protobuf/io/tokenizer.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include "chanflow/core/error.h"
+#include "ir_internal.h"
+
+namespace chanflow {
+namespace {
+
+namespace pb = ::chanflow::ir::pb;
+
+// Keeps the first error protobuf reports, with its 1-based position.
+class FirstErrorCollector final : public google::protobuf::io::ErrorCollector {
+ public:
+  void AddError(int line, google::protobuf::io::ColumnNumber column,
+                const std::string& message) override {
+    if (!has_error_) {
+      has_error_ = true;
+      line_ = line;
+      column_ = column;
+      message_ = message;
+    }
+  }
+  void AddWarning(int, google::protobuf::io::ColumnNumber, const std::string&) override {}
+
+  bool has_error() const { return has_error_; }
+  std::string describe(std::string_view source) const {
+    std::ostringstream os;
+    os << source;
+    if (line_ >= 0) os << ':' << (line_ + 1) << ':' << (column_ + 1);
+    os << ": " << message_;
+    return os.str();
+  }
+
+ private:
+  bool has_error_ = false;
+  int line_ = -1;
+  int column_ = -1;
+  std::string message_;
+};
+
+enum class FileFormat { kText, kBinary };
+
+bool ends_with(const std::string& s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+FileFormat format_of(const std::string& path) {
+  for (std::string_view ext : {".pbtxt", ".prototxt", ".txt"}) {
+    if (ends_with(path, ext)) return FileFormat::kText;
+  }
+  for (std::string_view ext : {".pb", ".bin"}) {
+    if (ends_with(path, ext)) return FileFormat::kBinary;
+  }
+  throw Error("program file '" + path +
+              "': unknown extension (use .pbtxt for the text format or .pb for the binary "
+              "format)");
+}
+
+}  // namespace
+
+Program Program::from_text(std::string_view text, std::string_view source) {
+  pb::ProgramDesc desc;
+  FirstErrorCollector errors;
+  google::protobuf::TextFormat::Parser parser;
+  google::protobuf::TextFormat::ParseInfoTree info;
+  parser.RecordErrorsTo(&errors);
+  parser.WriteLocationsTo(&info);
+  parser.AllowPartialMessage(true);
+  if (text.size() > static_cast<size_t>(std::numeric_limits<int>::max())) {
+    throw ProgramError(std::string(source) + ": input too large (over 2 GiB)");
+  }
+  google::protobuf::io::ArrayInputStream input(text.data(), static_cast<int>(text.size()));
+  if (!parser.Parse(&input, &desc) || errors.has_error()) {
+    if (errors.has_error()) throw ProgramError(errors.describe(source));
+    throw ProgramError(std::string(source) + ": not a valid program in the text format");
+  }
+  return ir_detail::from_proto(desc, source, &info);
+}
+
+Program Program::from_binary(std::string_view bytes, std::string_view source) {
+  if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max())) {
+    throw ProgramError(std::string(source) + ": input too large (over 2 GiB)");
+  }
+  pb::ProgramDesc desc;
+  if (!desc.ParsePartialFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    throw ProgramError(std::string(source) +
+                       ": not a valid program in the binary format (truncated or corrupt "
+                       "protobuf data, " +
+                       std::to_string(bytes.size()) + " bytes)");
+  }
+  return ir_detail::from_proto(desc, source, nullptr);
+}
+
+Program Program::from_file(const std::string& path) {
+  const FileFormat format = format_of(path);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) CHANFLOW_THROW(Error) << "cannot open program file '" << path << "'";
+  std::ostringstream contents;
+  contents << in.rdbuf();
+  if (in.bad()) CHANFLOW_THROW(Error) << "cannot read program file '" << path << "'";
+  const std::string data = contents.str();
+  return format == FileFormat::kText ? from_text(data, path) : from_binary(data, path);
+}
+
+std::string Program::to_text() const {
+  const pb::ProgramDesc desc = ir_detail::to_proto(*this);
+  std::string out;
+  google::protobuf::TextFormat::Printer printer;
+  if (!printer.PrintToString(desc, &out)) {
+    throw ProgramError("cannot print the program in the text format");
+  }
+  return out;
+}
+
+std::string Program::to_binary() const {
+  const pb::ProgramDesc desc = ir_detail::to_proto(*this);
+  std::string out;
+  if (!desc.SerializePartialToString(&out)) {
+    throw ProgramError("cannot serialise the program in the binary format");
+  }
+  return out;
+}
+
+void Program::save(const std::string& path) const {
+  const FileFormat format = format_of(path);
+  const std::string data = format == FileFormat::kText ? to_text() : to_binary();
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) CHANFLOW_THROW(Error) << "cannot write program file '" << path << "'";
+  out.write(data.data(), static_cast<std::streamsize>(data.size()));
+  out.flush();
+  if (!out) CHANFLOW_THROW(Error) << "cannot write program file '" << path << "'";
+}
+
+}  // namespace chanflow
