@@ -35,9 +35,16 @@ TypeRegistry& TypeRegistry::global() {
 
 TypeRegistry::TypeRegistry() : state_(new State()) {
   auto* root =
-      new TypeInfo{TypeIndex::kObject, TypeIndex::kObject, 0, 0, true, false, "Object", {}};
-  state_->table[TypeIndex::kObject].store(root, std::memory_order_release);
+      new TypeInfo{TypeIndex::kObject, TypeIndex::kObject, 0, 0, true, false, "Object", {}, {}};
+  publish(root);
   state_->by_key.emplace(root->key, root->index);
+}
+
+void TypeRegistry::publish(TypeInfo* info) {
+  info->ancestry = detail::TypeAncestry{info->depth, info->ancestors.data()};
+  // Release: a reader that sees the pointer sees the fully built, never again modified info.
+  detail::g_type_ancestry[info->index].store(&info->ancestry, std::memory_order_release);
+  state_->table[info->index].store(info, std::memory_order_release);
 }
 
 uint32_t TypeRegistry::register_type(const detail::TypeSpec& spec) {
@@ -92,12 +99,18 @@ uint32_t TypeRegistry::register_type(const detail::TypeSpec& spec) {
                             << "cannot register '" << key << "'";
     }
   }
-  auto* info = new TypeInfo{
-      index,      parent->index, parent->depth + 1, spec.child_slots, spec.child_slots_can_overflow,
-      spec.final, key,           parent->ancestors};
+  auto* info = new TypeInfo{index,
+                            parent->index,
+                            parent->depth + 1,
+                            spec.child_slots,
+                            spec.child_slots_can_overflow,
+                            spec.final,
+                            key,
+                            parent->ancestors,
+                            {}};
   info->ancestors.push_back(parent->index);
   state_->by_key.emplace(key, index);
-  state_->table[index].store(info, std::memory_order_release);
+  publish(info);
   return index;
 }
 
@@ -115,10 +128,8 @@ std::optional<uint32_t> TypeRegistry::index_of(std::string_view key) const {
 
 bool TypeRegistry::is_descendant(uint32_t child, uint32_t ancestor) const noexcept {
   if (child == ancestor) return true;
-  const TypeInfo* c = find(child);
-  const TypeInfo* a = find(ancestor);
-  if (c == nullptr || a == nullptr) return false;
-  return c->depth > a->depth && c->ancestors[a->depth] == ancestor;
+  if (child >= kMaxTypeIndex || ancestor >= kMaxTypeIndex) return false;
+  return detail::is_overflow_descendant(child, ancestor);
 }
 
 size_t TypeRegistry::size() const {
@@ -157,9 +168,8 @@ namespace detail {
 
 uint32_t register_type(const TypeSpec& spec) { return TypeRegistry::global().register_type(spec); }
 
-bool is_overflow_descendant(uint32_t child, uint32_t ancestor) noexcept {
-  return TypeRegistry::global().is_descendant(child, ancestor);
-}
+// Zero-initialised before any dynamic initialisation, so usable from static constructors.
+std::atomic<const TypeAncestry*> g_type_ancestry[kMaxTypeIndex];
 
 std::string_view type_key_of(uint32_t index) noexcept {
   const TypeInfo* info = TypeRegistry::global().find(index);

@@ -80,7 +80,9 @@ TEST(ObjectRef, ConcurrentCopiesAndReleasesFreeExactlyOnce) {
       threads.emplace_back([copy = shared] {
         for (int i = 0; i < kRounds; ++i) {
           cf::ObjectRef local = copy;  // inc and dec racing with the other threads
-          ASSERT_EQ(local.as<CountedObj>()->value >= 0, true);
+          const CountedObj* obj = local.as<CountedObj>();
+          ASSERT_NE(obj, nullptr);
+          ASSERT_GE(obj->value, 0);
         }
       });
     }

@@ -149,6 +149,24 @@ class Map : public ObjectRef {
       return static_cast<const IntObj*>(k.get())->value == key;
     }));
   }
+  // The value object for key without copying its handle (no reference-count traffic), or
+  // nullptr when absent. Valid while this map (or a copy sharing its node) holds the entry.
+  using ValueObject = typename V::ContainerType;
+  const ValueObject* find(const K& key) const noexcept { return object_at(index_of(key)); }
+  const ValueObject* find(std::string_view key) const noexcept requires std::is_same_v<K, String> {
+    return object_at(node().find(detail::hash_string(key), [&](const ObjectRef& k) {
+      return static_cast<const StringObj*>(k.get())->data == key;
+    }));
+  }
+  const ValueObject* find(const char* key) const noexcept requires std::is_same_v<K, String> {
+    return find(std::string_view(key));
+  }
+  const ValueObject* find(int64_t key) const noexcept requires std::is_same_v<K, Int> {
+    return object_at(node().find(detail::hash_int(key), [&](const ObjectRef& k) {
+      return static_cast<const IntObj*>(k.get())->value == key;
+    }));
+  }
+
   // The value for key; throws Error when absent.
   V at(const K& key) const {
     const size_t i = index_of(key);
@@ -181,6 +199,10 @@ class Map : public ObjectRef {
   size_t index_of(const K& key) const noexcept {
     return node().find(detail::object_hash(key),
                        [&](const ObjectRef& k) { return detail::object_equal(k, key); });
+  }
+  const ValueObject* object_at(size_t i) const noexcept {
+    if (i == MapObj::kNotFound) return nullptr;
+    return static_cast<const ValueObject*>(node().entries[i].value.get());
   }
   std::optional<V> value_at(size_t i) const {
     if (i == MapObj::kNotFound) return std::nullopt;

@@ -84,8 +84,22 @@ uint32_t register_type_of() {
                                 Parent::runtime_type_index(), T::kTypeChildSlots,
                                 T::kTypeChildSlotsCanOverflow, T::kTypeFinal});
 }
-// Slow path of is_instance: is `child` a (non-direct-range) descendant of `ancestor`? O(1).
-CHANFLOW_API bool is_overflow_descendant(uint32_t child, uint32_t ancestor) noexcept;
+// The ancestry of a registered type, published once (immutable) in g_type_ancestry.
+struct TypeAncestry {
+  uint32_t depth;             // Object is 0
+  const uint32_t* ancestors;  // ancestors[d]: the index of the ancestor at depth d < depth
+};
+inline constexpr uint32_t kMaxTypeIndex = 1u << 14;
+// Indexed by type index; null for unused indices. Written once per type under the registry's
+// lock with a release store; is_instance reads it lock-free (acquire) without a function call.
+CHANFLOW_API extern std::atomic<const TypeAncestry*> g_type_ancestry[kMaxTypeIndex];
+
+// Slow path of is_instance: is `child` a descendant of `ancestor` outside its slot range? O(1).
+inline bool is_overflow_descendant(uint32_t child, uint32_t ancestor) noexcept {
+  const TypeAncestry* c = g_type_ancestry[child].load(std::memory_order_acquire);
+  const TypeAncestry* a = g_type_ancestry[ancestor].load(std::memory_order_acquire);
+  return c != nullptr && a != nullptr && c->depth > a->depth && c->ancestors[a->depth] == ancestor;
+}
 CHANFLOW_API std::string_view type_key_of(uint32_t index) noexcept;
 #if defined(CHANFLOW_OBJECT_TRACKING)
 CHANFLOW_API std::atomic<int64_t>& live_object_counter() noexcept;
@@ -195,6 +209,10 @@ struct ObjectUnsafe {
     obj->type_index_ = type_index;
     obj->deleter_ = deleter;
   }
+  // Gives a freshly built, still private object its first reference: a plain store of 1 (nobody
+  // else can see the object yet, so no read-modify-write is needed).
+  template <class T>
+  static ObjectPtr<T> adopt_new(Object* obj) noexcept;
   static Object::FDeleter deleter(const Object* obj) noexcept { return obj->deleter_; }
   static const ObjectPtr<Object>& ptr(const ObjectRef& ref) noexcept;
   static ObjectPtr<Object>&& move_ptr(ObjectRef&& ref) noexcept;
@@ -225,7 +243,8 @@ bool Object::is_instance() const noexcept {
       if constexpr (!T::kTypeChildSlotsCanOverflow) {
         return false;
       } else {
-        // A descendant always has a larger index than its ancestor.
+        // A descendant always has a larger index than its ancestor. Object indices are always
+        // registered (< kMaxTypeIndex), so the table lookup needs no bounds check.
         return type_index_ > begin && detail::is_overflow_descendant(type_index_, begin);
       }
     }
@@ -302,6 +321,14 @@ ObjectPtr<T> detail::ObjectUnsafe::adopt(Object* obj) noexcept {
   return ObjectPtr<T>(obj);
 }
 
+template <class T>
+ObjectPtr<T> detail::ObjectUnsafe::adopt_new(Object* obj) noexcept {
+  obj->ref_count_.store(1, std::memory_order_relaxed);
+  ObjectPtr<T> p;
+  p.data_ = obj;
+  return p;
+}
+
 // Creates a T on the heap with new, sets its header and returns the first reference. If T's
 // constructor throws, the memory is released and the exception propagates (nothing leaks).
 template <class T, class... A>
@@ -311,7 +338,7 @@ ObjectPtr<T> make_object(A&&... args) {
   T* obj = new T(std::forward<A>(args)...);
   detail::ObjectUnsafe::init_header(obj, index, &detail::default_deleter<T>);
   detail::track_object_created();
-  return detail::ObjectUnsafe::adopt<T>(static_cast<Object*>(obj));
+  return detail::ObjectUnsafe::adopt_new<T>(static_cast<Object*>(obj));
 }
 
 // Gives an object constructed by the caller (in memory of the caller's choosing) its header and
@@ -323,7 +350,7 @@ ObjectPtr<T> adopt_object(T* obj, Object::FDeleter deleter) {
   CHANFLOW_CHECK(obj != nullptr && deleter != nullptr);
   detail::ObjectUnsafe::init_header(obj, T::runtime_type_index(), deleter);
   detail::track_object_created();
-  return detail::ObjectUnsafe::adopt<T>(static_cast<Object*>(obj));
+  return detail::ObjectUnsafe::adopt_new<T>(static_cast<Object*>(obj));
 }
 
 // A handle to any object, with const access. Subclasses (String, Array, Tensor ...) are typed

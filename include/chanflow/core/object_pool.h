@@ -10,9 +10,10 @@
 // in existence: objects may outlive the ObjectPool that made them (their memory is then freed
 // normally when they are released).
 //
-// Thread-safety: make() and releases may run on any threads concurrently. Free chunks are kept in
-// kShards lists, each behind a tiny spinlock; a thread uses the shard its id hashes to, so threads
-// rarely contend. At most `max_cached` chunks are kept; beyond that released memory is freed.
+// Thread-safety: make() and releases may run on any threads concurrently. Each thread first uses
+// its own magazine of up to 32 free chunks (no atomics); beyond that free chunks go to kShards
+// shared lists, each behind a tiny spinlock, picked by thread id so threads rarely contend. At most
+// `max_cached` chunks are kept in the shared lists; beyond that released memory is freed.
 #pragma once
 
 #include <atomic>
@@ -42,21 +43,26 @@ class ObjectPool {
   template <class... A>
   ObjectPtr<T> make(A&&... args) {
     const uint32_t index = T::runtime_type_index();
-    Chunk* chunk = core_->acquire();
+    Chunk* chunk = local_take(core_);
+    if (chunk == nullptr) chunk = core_->acquire();
     T* obj;
     try {
       obj = new (chunk->storage) T(std::forward<A>(args)...);
     } catch (...) {
-      core_->recycle(chunk);
+      local_give(chunk);
       throw;
     }
     detail::ObjectUnsafe::init_header(obj, index, &deleter);
     detail::track_object_created();
-    return detail::ObjectUnsafe::adopt<T>(static_cast<Object*>(obj));
+    return detail::ObjectUnsafe::adopt_new<T>(static_cast<Object*>(obj));
   }
 
-  // Free chunks currently cached (approximate while other threads use the pool).
-  size_t cached() const { return core_->cached(); }
+  // Free chunks cached in the shared lists plus the calling thread's own magazine (approximate
+  // while other threads use the pool).
+  size_t cached() const {
+    const LocalCache& lc = local_cache();
+    return core_->cached() + (lc.owner == core_ ? lc.count : 0);
+  }
 
  private:
   struct Core;
@@ -157,13 +163,70 @@ class ObjectPool {
     }
   };
 
+  // A per-thread magazine of free chunks of one pool (per T): the common make/release cycle on one
+  // thread touches no atomic. A thread that switches to another pool of the same T hands its
+  // magazine back to the old pool's shared lists first. Chunks keep their core alive, so a
+  // magazine never points at a freed core; it is flushed when its thread exits.
+  static constexpr int kLocalCapacity = 32;
+  struct LocalCache {
+    Core* owner = nullptr;
+    int count = 0;
+    Chunk* items[kLocalCapacity];
+    LocalCache() = default;
+    LocalCache(const LocalCache&) = delete;
+    LocalCache& operator=(const LocalCache&) = delete;
+    ~LocalCache() { flush(); }
+    void flush() noexcept {
+      while (count > 0) {
+        Chunk* c = items[--count];
+        c->core->recycle(c);
+      }
+      owner = nullptr;
+    }
+  };
+  static LocalCache& local_cache() noexcept {
+    static thread_local LocalCache cache;
+    return cache;
+  }
+  static Chunk* local_take(Core* core) noexcept {
+    LocalCache& lc = local_cache();
+    if (lc.owner != core || lc.count == 0) return nullptr;
+    return lc.items[--lc.count];
+  }
+  static void local_give(Chunk* chunk) noexcept {
+    Core* core = chunk->core;
+    LocalCache& lc = local_cache();
+    // Relaxed: a stale 'false' only parks the chunk in this magazine until the next flush.
+    if (core->owner_gone.load(std::memory_order_relaxed)) {
+      core->recycle(chunk);
+      return;
+    }
+    if (lc.owner != core) {
+      if (lc.count != 0 && lc.count < kLocalCapacity / 2) {
+        lc.flush();  // switch this thread's magazine to the pool it is using now
+      } else if (lc.count != 0) {
+        core->recycle(chunk);
+        return;
+      }
+      lc.owner = core;
+    }
+    if (lc.count == kLocalCapacity) {
+      // Full: move half to the shared lists so other threads can reuse them.
+      for (int i = 0; i < kLocalCapacity / 2; ++i) {
+        Chunk* c = lc.items[--lc.count];
+        core->recycle(c);
+      }
+    }
+    lc.items[lc.count++] = chunk;
+  }
+
   static void deleter(Object* obj) noexcept {
     T* t = static_cast<T*>(obj);
     // The T sits at offset 0 of its chunk (storage is the chunk's first member).
     Chunk* chunk = reinterpret_cast<Chunk*>(reinterpret_cast<std::byte*>(t));
     t->~T();
     detail::track_object_destroyed();
-    chunk->core->recycle(chunk);
+    local_give(chunk);
   }
 
   Core* core_;

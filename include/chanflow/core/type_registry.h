@@ -34,12 +34,13 @@ struct TypeInfo {
   bool final;
   std::string key;
   std::vector<uint32_t> ancestors;  // ancestors[d] is the index of the ancestor at depth d
+  detail::TypeAncestry ancestry;    // depth + ancestors.data(), as is_instance reads them
 };
 
 class CHANFLOW_API TypeRegistry {
  public:
   // Largest number of type indices (static range + reserved slots + dynamic types).
-  static constexpr uint32_t kMaxTypeIndex = 1u << 14;
+  static constexpr uint32_t kMaxTypeIndex = detail::kMaxTypeIndex;
 
   // The process-wide registry. Never destroyed, so objects may outlive static destructors.
   static TypeRegistry& global();
@@ -63,6 +64,7 @@ class CHANFLOW_API TypeRegistry {
   TypeRegistry();
   ~TypeRegistry() = default;
   uint32_t register_type(const detail::TypeSpec& spec);
+  void publish(TypeInfo* info);  // called with the write lock held
 
   struct State;
   State* state_;

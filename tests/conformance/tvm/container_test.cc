@@ -150,6 +150,12 @@ TEST(TvmMap, RandomOperationsMatchUnorderedMap) {
     auto got = m.get(probe);  // heterogeneous lookup: no key object allocated
     auto it = ref.find(probe);
     ASSERT_EQ(got.has_value(), it != ref.end()) << "step " << step;
+    const cf::IntObj* found = m.find(probe);  // zero-copy lookup agrees with get
+    ASSERT_EQ(found != nullptr, got.has_value());
+    if (found != nullptr) {
+      ASSERT_EQ(found, got->get());
+      ASSERT_EQ(m.find(cf::Int(probe)), found);
+    }
     if (got) {
       ASSERT_EQ(got->value(), it->second);
     }
@@ -208,6 +214,9 @@ TEST(TvmString, ComparisonsAndEmbeddedNul) {
   m.set(cf::String("a"), cf::Int(2));
   EXPECT_EQ(m.size(), 2u);
   EXPECT_EQ(m.at(cf::String(with_nul)).value(), 1);
+  EXPECT_EQ(m.find(std::string_view(with_nul))->value, 1);
+  EXPECT_EQ(m.find("a")->value, 2);
+  EXPECT_EQ(m.find("b"), nullptr);
   std::unordered_map<cf::String, int> std_map;
   std_map[n] = 5;
   EXPECT_EQ(std_map[cf::String(with_nul)], 5);
