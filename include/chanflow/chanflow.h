@@ -5,6 +5,7 @@
 #pragma once
 
 #include "chanflow/core.h"
+#include "chanflow/exec.h"
 #include "chanflow/graph.h"
 #include "chanflow/ir.h"
 #include "chanflow/runtime.h"

@@ -1,0 +1,4 @@
+// exec.h — the executor layer (being built).
+#pragma once
+
+#include "chanflow/core.h"
