@@ -1,0 +1,94 @@
+// go_machine.h — runs a Graph with one green thread per node (Gorgonia's GoMachine, finished).
+//
+// Each node is a state machine on its own green thread: initial -> waiting for input ->
+// computing -> emitting output -> end, once per run. Values flow over channels: every node has
+// one inbox; a producer publishes its value to each subscriber's inbox tagged with the operand
+// position it fills there, and the subscriber merges what arrives by position (so 40 - 2 is 38
+// whatever order the operands arrive in, and x + x receives x twice, at positions 0 and 1). The
+// node threads are started on the first run and kept parked on their inboxes between runs.
+//
+//   cf::GoMachine m(g);
+//   m.run(cf::with_timeout(cf::background(), 1s));       // throws MachineError / ctx's error
+//   cf::Tensor v = m.result(y);
+//   m.run(cf::background(), {{x, other}});               // re-run with new inputs
+//   auto outs = m.stream(cf::background(), {{{x, a}}, {{x, b}}}, {y});   // pipelined
+//   m.close();
+//
+// Failure: the first node whose op throws cancels the run; nodes not yet computed skip their op
+// and pass a cancellation marker downstream, so every node still reaches its end state. run then
+// throws MachineError listing each node that failed on its own (never the cancelled ones). A
+// context cancelled or past its deadline makes run throw its CanceledError/DeadlineExceededError
+// once the ops already computing stop (large kernels check the context between chunks; custom ops
+// should use OpContext). Thread-safety: run, stream and close may be called from any thread
+// (green or OS); one run/stream at a time per machine — a concurrent call throws Error. result
+// and the trace accessors must not race with a run.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "chanflow/core/export.h"
+#include "chanflow/graph/graph.h"
+#include "chanflow/runtime/context.h"
+
+namespace chanflow {
+
+namespace detail {
+struct GoMachineImpl;
+}
+
+struct GoMachineOptions {
+  // stream(): how many input bindings may be in flight in the graph at once (>= 1).
+  int window = 4;
+};
+
+class CHANFLOW_API GoMachine {
+ public:
+  // Runs the nodes the graph has now (nodes added later are not part of this machine). Starts no
+  // threads yet. Never blocks.
+  explicit GoMachine(const Graph& g, GoMachineOptions options = {});
+  // close()s (waits for the node threads to exit). Destroy the machine before its scheduler.
+  ~GoMachine();
+  GoMachine(const GoMachine&) = delete;
+  GoMachine& operator=(const GoMachine&) = delete;
+
+  // Computes every node; blocks until every node reached its end state. Inputs take `inputs`,
+  // else their Graph::set value (Error naming a used input with neither). Throws MachineError,
+  // the context's error, Error after close() or when another run/stream is in progress. An empty
+  // graph returns at once.
+  void run(const Context& ctx, const Bindings& inputs = {});
+  void run() { run(background()); }
+
+  // Pipelines `items` (one set of bindings each) through the graph, up to options.window at once
+  // so successive items are computed by different nodes at the same time. Returns, in item order,
+  // the values of `outputs` for each item. Blocks until all are done. On a failure it stops
+  // feeding, lets the items in flight finish and throws like run (for the first failed item).
+  std::vector<std::vector<Tensor>> stream(const Context& ctx, const std::vector<Bindings>& items,
+                                          const std::vector<Node>& outputs);
+
+  // The value `node` had in the last completed run (or stream item). Throws Error before any
+  // successful run, for a node outside the machine, or for an unbound unused input.
+  Tensor result(const Node& node) const;
+
+  // Stops the node threads and waits for them to exit. Idempotent. Throws Error while a run is
+  // in progress. After close, run/stream throw Error; result keeps working.
+  void close();
+  bool closed() const noexcept;
+
+  // Records each node's state transitions (waiting, computing, emitting, end) in the following
+  // runs. Off by default (recording costs a clock read per transition).
+  void set_tracing(bool on);
+  // The recorded transitions as Chrome trace JSON (chrome://tracing, Perfetto): one track per
+  // node, named after it; events carry the run/item number.
+  std::string trace_json() const;
+  void write_trace(const std::string& path) const;
+  // Discards recorded transitions.
+  void clear_trace();
+
+ private:
+  std::unique_ptr<detail::GoMachineImpl> impl_;
+};
+
+}  // namespace chanflow

@@ -1,0 +1,515 @@
+// go_machine.cc — one green thread per node, values over channels, per-run state in slots.
+//
+// Wiring (leaner than the seed's broadcast/merge goroutines, same semantics): each node owns one
+// buffered inbox; a producer sends its value once per (subscriber, operand position) edge, which
+// is the seed's publish step, and the subscriber's merge is the position tag on each message. The
+// inbox holds `expected x window` messages, so a producer never blocks on a send and a node's
+// thread only ever parks waiting for input. Every node handles every run exactly once (computing,
+// or skipping with a cancellation marker when the run is aborted), so completion is a countdown
+// and no node is left waiting when a run fails.
+//
+// Runs live in `window` slots; stream() keeps several in flight. A node processes runs in the
+// order their last input arrives, which is run order: its producers emit in run order (by
+// induction from the sources, which the feeder kicks in order) and each inbox is FIFO.
+#include "chanflow/graph/go_machine.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <mutex>
+#include <nlohmann/json.hpp>
+
+#include "chanflow/runtime/chan.h"
+#include "chanflow/runtime/scheduler.h"
+#include "chanflow/runtime/wait_group.h"
+#include "machine_common.h"
+
+namespace chanflow {
+namespace detail {
+namespace {
+
+enum class TraceState : uint8_t { kWaiting, kComputing, kEmitting, kEnd };
+
+struct TraceEvent {
+  uint64_t seq;
+  TraceState state;
+  int64_t ns;
+};
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// One value on an edge: the operand position it fills at the receiver and the run slot it belongs
+// to. Position kCancelPos marks an aborted run's cancellation marker instead of a value.
+constexpr uint32_t kCancelPos = 0xFFFFFFFFu;
+struct Msg {
+  uint32_t pos;
+  uint32_t slot;
+  Tensor value;
+};
+
+struct NodeState;
+
+struct Edge {
+  NodeState* to;
+  uint32_t pos;
+};
+
+// A node's inputs for one run, merged by operand position.
+struct Pending {
+  std::vector<Tensor> args;
+  uint32_t got = 0;
+  bool cancelled = false;
+};
+
+struct NodeState {
+  const NodeData* data = nullptr;
+  Chan<Msg> inbox;
+  std::vector<Edge> subscribers;
+  uint32_t expected = 1;         // messages per run: operand count, or 1 (the kick) for sources
+  std::vector<Pending> pending;  // per slot
+  std::vector<Tensor> out;       // per slot: the node's value in that slot's latest run
+  std::vector<TraceEvent> trace;
+};
+
+// Per slot: one run (or stream item) in flight.
+struct RunState {
+  Context ctx;  // with_cancel(the caller's context)
+  uint64_t seq = 0;
+  bool trace = false;
+  std::atomic<int64_t> remaining{0};
+  std::atomic<bool> aborted{false};    // a node failed or the context ended: skip the ops
+  std::atomic<bool> cancelled{false};  // some op was skipped or interrupted by the context
+  std::mutex mu;
+  std::vector<MachineError::Failure> failures;  // guarded by mu
+};
+
+}  // namespace
+
+struct GoMachineImpl {
+  std::shared_ptr<GraphImpl> graph;
+  int64_t size = 0;
+  uint32_t window = 1;
+  std::vector<bool> used;
+  std::vector<NodeState> nodes;
+  std::vector<NodeState*> sources;
+  std::unique_ptr<RunState[]> runs;
+  Chan<uint32_t> done;  // slot numbers of finished runs
+  WaitGroup exited;
+  bool started = false;
+  std::atomic<bool> busy{false};
+  std::atomic<bool> closed{false};
+  bool tracing = false;
+  int64_t last_slot = -1;  // slot holding the latest completed run's values
+  uint64_t next_seq = 0;
+  int64_t trace_origin = 0;
+
+  void start_threads();
+  void node_loop(NodeState* n);
+  void process(NodeState* n, uint32_t slot);
+  void fail(RunState& r, const NodeData& n, std::exception_ptr e);
+  void begin(uint32_t slot, const Context& ctx, const std::vector<Tensor>& inputs);
+  void check_usable(const char* what);
+  [[noreturn]] void throw_run_error(RunState& r);
+  bool run_failed(RunState& r) const;
+};
+
+namespace {
+
+// Clears the busy flag when a run or stream leaves, however it leaves.
+struct BusyGuard {
+  std::atomic<bool>& flag;
+  ~BusyGuard() { flag.store(false, std::memory_order_release); }
+};
+
+}  // namespace
+
+void GoMachineImpl::check_usable(const char* what) {
+  if (closed.load(std::memory_order_acquire)) {
+    CHANFLOW_THROW(Error) << "GoMachine::" << what << ": the machine is closed";
+  }
+}
+
+void GoMachineImpl::start_threads() {
+  if (started) return;
+  started = true;
+  exited.add(static_cast<int>(nodes.size()));
+  for (NodeState& n : nodes) {
+    NodeState* np = &n;
+    go("node " + std::to_string(n.data->id) + " " + n.data->name, [this, np] {
+      node_loop(np);
+      exited.done();
+    });
+  }
+}
+
+void GoMachineImpl::node_loop(NodeState* n) {
+  // State "initial": parked here between runs. Closing the inbox ends the thread.
+  for (;;) {
+    std::optional<Msg> m = n->inbox.recv();
+    if (!m) return;
+    const uint32_t slot = m->slot;
+    Pending& p = n->pending[slot];
+    RunState& r = runs[slot];
+    // State "waiting for input": merge by operand position.
+    if (p.got == 0 && r.trace) n->trace.push_back({r.seq, TraceState::kWaiting, now_ns()});
+    if (m->pos != kCancelPos) {
+      p.args[m->pos] = std::move(m->value);
+    } else {
+      p.cancelled = true;
+    }
+    if (++p.got < n->expected) continue;
+    process(n, slot);
+  }
+}
+
+void GoMachineImpl::fail(RunState& r, const NodeData& n, std::exception_ptr e) {
+  {
+    std::lock_guard<std::mutex> lock(r.mu);
+    r.failures.push_back(failure_of(n, std::move(e)));
+  }
+  r.aborted.store(true, std::memory_order_release);
+  r.ctx.cancel();  // interrupts kernels of other nodes between chunks
+}
+
+namespace {
+// Whether `e` is the context's own cancellation surfacing from a kernel or custom op.
+bool interrupted_by(const Context& ctx, const std::exception_ptr& e) {
+  if (!ctx.err()) return false;
+  try {
+    std::rethrow_exception(e);
+  } catch (const CanceledError&) {
+    return true;
+  } catch (const DeadlineExceededError&) {
+    return true;
+  } catch (...) {
+    return false;
+  }
+}
+}  // namespace
+
+void GoMachineImpl::process(NodeState* n, uint32_t slot) {
+  RunState& r = runs[slot];
+  Pending& p = n->pending[slot];
+  const NodeData& d = *n->data;
+  // State "computing".
+  if (r.trace) n->trace.push_back({r.seq, TraceState::kComputing, now_ns()});
+  Tensor value;
+  bool skipped = true;
+  if (d.op == OpKind::kInput && !p.args[0].defined() && !p.cancelled) {
+    skipped = false;  // an unused input with no value: nothing to compute, nothing to send
+  } else if (!p.cancelled && !r.aborted.load(std::memory_order_acquire)) {
+    if (r.ctx.err()) {
+      r.aborted.store(true, std::memory_order_release);
+      r.cancelled.store(true, std::memory_order_relaxed);
+    } else {
+      try {
+        value = eval_node(d, p.args.data(), &r.ctx, std::move(n->out[slot]));
+        skipped = false;
+      } catch (const FiberUnwind&) {
+        throw;
+      } catch (...) {
+        if (interrupted_by(r.ctx, std::current_exception())) {
+          // Stopped by the run's context (the caller's deadline or cancel, or another node's
+          // failure): a cancellation, not this node's own failure.
+          r.aborted.store(true, std::memory_order_release);
+          r.cancelled.store(true, std::memory_order_relaxed);
+        } else {
+          fail(r, d, std::current_exception());
+        }
+      }
+    }
+  } else {
+    r.cancelled.store(true, std::memory_order_relaxed);
+  }
+  n->out[slot] = value;
+  for (Tensor& a : p.args) a = Tensor();
+  p.got = 0;
+  p.cancelled = false;
+  // State "emitting output": publish to every subscriber (never blocks: inboxes are sized).
+  if (r.trace) n->trace.push_back({r.seq, TraceState::kEmitting, now_ns()});
+  for (const Edge& e : n->subscribers) {
+    e.to->inbox.send(Msg{skipped ? kCancelPos : e.pos, slot, value});
+  }
+  // State "end".
+  if (r.trace) n->trace.push_back({r.seq, TraceState::kEnd, now_ns()});
+  if (r.remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) done.send(slot);
+}
+
+void GoMachineImpl::begin(uint32_t slot, const Context& ctx, const std::vector<Tensor>& inputs) {
+  RunState& r = runs[slot];
+  r.ctx = with_cancel(ctx);
+  r.seq = next_seq++;
+  r.trace = tracing;
+  r.failures.clear();
+  r.aborted.store(false, std::memory_order_relaxed);
+  r.cancelled.store(false, std::memory_order_relaxed);
+  r.remaining.store(size, std::memory_order_release);
+  for (NodeState* s : sources) {
+    const NodeData& d = *s->data;
+    Tensor v = d.op == OpKind::kConstant ? d.value : inputs[static_cast<std::size_t>(d.id)];
+    s->inbox.send(Msg{0, slot, std::move(v)});
+  }
+}
+
+bool GoMachineImpl::run_failed(RunState& r) const {
+  return !r.failures.empty() || r.cancelled.load(std::memory_order_relaxed);
+}
+
+void GoMachineImpl::throw_run_error(RunState& r) {
+  std::vector<MachineError::Failure> failures = std::move(r.failures);
+  r.failures.clear();
+  std::exception_ptr ctx_err = r.ctx.err();
+  r.ctx.cancel();
+  if (!failures.empty()) {
+    std::sort(failures.begin(), failures.end(),
+              [](const auto& a, const auto& b) { return a.node_id < b.node_id; });
+    throw MachineError(std::move(failures));
+  }
+  if (ctx_err) std::rethrow_exception(ctx_err);
+  throw CanceledError("GoMachine: run cancelled");
+}
+
+}  // namespace detail
+
+GoMachine::GoMachine(const Graph& g, GoMachineOptions options)
+    : impl_(std::make_unique<detail::GoMachineImpl>()) {
+  if (options.window < 1) CHANFLOW_THROW(Error) << "GoMachine: window must be >= 1";
+  detail::GoMachineImpl& m = *impl_;
+  m.graph = g.impl();
+  m.size = g.size();
+  m.window = static_cast<uint32_t>(options.window);
+  m.used = detail::used_nodes(m.graph.get(), m.size);
+  m.nodes.resize(static_cast<std::size_t>(m.size));
+  m.runs = std::make_unique<detail::RunState[]>(m.window);
+  m.done = make_chan<uint32_t>(m.window);
+  for (int64_t i = 0; i < m.size; ++i) {
+    detail::NodeState& n = m.nodes[static_cast<std::size_t>(i)];
+    n.data = &m.graph->nodes[static_cast<std::size_t>(i)];
+    const std::size_t arity = n.data->operands.size();
+    n.expected = static_cast<uint32_t>(std::max<std::size_t>(arity, 1));
+    n.pending.resize(m.window);
+    for (auto& p : n.pending) p.args.resize(std::max<std::size_t>(arity, 1));
+    n.out.resize(m.window);
+    n.inbox = make_chan<detail::Msg>(n.expected * m.window);
+    if (arity == 0) m.sources.push_back(&n);
+    for (std::size_t k = 0; k < arity; ++k) {
+      m.nodes[static_cast<std::size_t>(n.data->operands[k])].subscribers.push_back(
+          {&n, static_cast<uint32_t>(k)});
+    }
+  }
+}
+
+GoMachine::~GoMachine() {
+  try {
+    close();
+  } catch (...) {  // NOLINT(bugprone-empty-catch): a destructor must not throw
+  }
+}
+
+void GoMachine::run(const Context& ctx, const Bindings& inputs) {
+  detail::GoMachineImpl& m = *impl_;
+  m.check_usable("run");
+  if (m.busy.exchange(true, std::memory_order_acq_rel)) {
+    CHANFLOW_THROW(Error) << "GoMachine::run: another run or stream is in progress on this "
+                             "machine (runs on one machine must not overlap)";
+  }
+  detail::BusyGuard guard{m.busy};
+  m.check_usable("run");
+  std::vector<Tensor> in = detail::resolve_inputs(m.graph.get(), m.size, inputs, m.used);
+  if (m.size == 0) {
+    m.last_slot = 0;
+    return;
+  }
+  m.start_threads();
+  const uint32_t slot = 0;
+  m.begin(slot, ctx, in);
+  std::optional<uint32_t> got = m.done.recv();
+  CHANFLOW_CHECK(got && *got == slot) << "GoMachine: unexpected completion";
+  detail::RunState& r = m.runs[slot];
+  if (m.run_failed(r)) {
+    m.last_slot = -1;
+    m.throw_run_error(r);
+  }
+  r.ctx.cancel();  // detaches the run's context from the caller's
+  m.last_slot = slot;
+}
+
+std::vector<std::vector<Tensor>> GoMachine::stream(const Context& ctx,
+                                                   const std::vector<Bindings>& items,
+                                                   const std::vector<Node>& outputs) {
+  detail::GoMachineImpl& m = *impl_;
+  m.check_usable("stream");
+  if (m.busy.exchange(true, std::memory_order_acq_rel)) {
+    CHANFLOW_THROW(Error) << "GoMachine::stream: another run or stream is in progress on this "
+                             "machine";
+  }
+  detail::BusyGuard guard{m.busy};
+  for (const Node& o : outputs) detail::check_node(m.graph.get(), m.size, o, "stream output");
+  std::vector<std::vector<Tensor>> results(items.size());
+  if (items.empty()) return results;
+  if (m.size == 0) {
+    for (const Bindings& b : items) (void)detail::resolve_inputs(m.graph.get(), 0, b, m.used);
+    m.last_slot = 0;
+    return results;
+  }
+  m.start_threads();
+  const std::size_t n = items.size();
+  std::size_t fed = 0;
+  std::size_t collected = 0;
+  std::vector<bool> finished(n, false);
+  std::vector<uint64_t> seq_of_slot(m.window);
+  uint64_t first_seq = m.next_seq;
+  bool stop = false;
+  std::exception_ptr first_error;
+  std::size_t in_flight = 0;
+  while (collected < n && (!stop || in_flight > 0)) {
+    while (!stop && fed < n && fed - collected < m.window) {
+      std::vector<Tensor> in;
+      try {
+        in = detail::resolve_inputs(m.graph.get(), m.size, items[fed], m.used);
+      } catch (...) {
+        if (!first_error) first_error = std::current_exception();
+        stop = true;
+        break;
+      }
+      const auto slot = static_cast<uint32_t>(fed % m.window);
+      m.begin(slot, ctx, in);
+      ++fed;
+      ++in_flight;
+    }
+    if (in_flight == 0) break;
+    std::optional<uint32_t> got = m.done.recv();
+    CHANFLOW_CHECK(got.has_value()) << "GoMachine: done channel closed";
+    --in_flight;
+    const std::size_t item = static_cast<std::size_t>(m.runs[*got].seq - first_seq);
+    finished[item] = true;
+    while (collected < fed && finished[collected]) {
+      const auto slot = static_cast<uint32_t>(collected % m.window);
+      detail::RunState& r = m.runs[slot];
+      if (m.run_failed(r)) {
+        if (!first_error) {
+          try {
+            m.throw_run_error(r);
+          } catch (...) {
+            first_error = std::current_exception();
+          }
+        }
+        r.ctx.cancel();
+        stop = true;
+      } else {
+        r.ctx.cancel();
+        for (const Node& o : outputs) {
+          results[collected].push_back(m.nodes[static_cast<std::size_t>(o.id())].out[slot]);
+        }
+        m.last_slot = slot;
+      }
+      ++collected;
+    }
+  }
+  (void)seq_of_slot;
+  if (first_error) {
+    m.last_slot = -1;
+    std::rethrow_exception(first_error);
+  }
+  return results;
+}
+
+Tensor GoMachine::result(const Node& node) const {
+  const detail::GoMachineImpl& m = *impl_;
+  detail::check_node(m.graph.get(), m.size, node, "result");
+  if (m.last_slot < 0) CHANFLOW_THROW(Error) << "result: the machine has not completed a run";
+  const Tensor& v =
+      m.nodes[static_cast<std::size_t>(node.id())].out[static_cast<std::size_t>(m.last_slot)];
+  if (!v.defined()) {
+    CHANFLOW_THROW(Error) << "result: input '" << node.name() << "' had no value in the last run";
+  }
+  return v;
+}
+
+void GoMachine::close() {
+  detail::GoMachineImpl& m = *impl_;
+  if (m.closed.load(std::memory_order_acquire)) return;
+  if (m.busy.exchange(true, std::memory_order_acq_rel)) {
+    CHANFLOW_THROW(Error) << "GoMachine::close: a run or stream is in progress";
+  }
+  detail::BusyGuard guard{m.busy};
+  if (m.closed.exchange(true, std::memory_order_acq_rel)) return;
+  if (m.started) {
+    for (detail::NodeState& n : m.nodes) n.inbox.close();
+    m.exited.wait();
+  }
+}
+
+bool GoMachine::closed() const noexcept { return impl_->closed.load(std::memory_order_acquire); }
+
+void GoMachine::set_tracing(bool on) {
+  impl_->tracing = on;
+  if (on && impl_->trace_origin == 0) impl_->trace_origin = detail::now_ns();
+}
+
+void GoMachine::clear_trace() {
+  for (detail::NodeState& n : impl_->nodes) n.trace.clear();
+}
+
+std::string GoMachine::trace_json() const {
+  const detail::GoMachineImpl& m = *impl_;
+  nlohmann::json events = nlohmann::json::array();
+  events.push_back({{"name", "process_name"},
+                    {"ph", "M"},
+                    {"pid", 1},
+                    {"tid", 0},
+                    {"args", {{"name", "chanflow GoMachine"}}}});
+  static const char* kNames[] = {"waiting for input", "computing", "emitting output", "end"};
+  for (const detail::NodeState& n : m.nodes) {
+    const int64_t tid = n.data->id + 1;
+    events.push_back({{"name", "thread_name"},
+                      {"ph", "M"},
+                      {"pid", 1},
+                      {"tid", tid},
+                      {"args", {{"name", n.data->name + " (" + op_kind_name(n.data->op) + ")"}}}});
+    events.push_back({{"name", "thread_sort_index"},
+                      {"ph", "M"},
+                      {"pid", 1},
+                      {"tid", tid},
+                      {"args", {{"sort_index", tid}}}});
+    for (std::size_t i = 0; i < n.trace.size(); ++i) {
+      const detail::TraceEvent& e = n.trace[i];
+      const double ts = static_cast<double>(e.ns - m.trace_origin) / 1000.0;
+      if (e.state == detail::TraceState::kEnd) {
+        events.push_back({{"name", kNames[3]},
+                          {"ph", "i"},
+                          {"s", "t"},
+                          {"pid", 1},
+                          {"tid", tid},
+                          {"ts", ts},
+                          {"args", {{"run", e.seq}}}});
+        continue;
+      }
+      const bool has_next = i + 1 < n.trace.size() && n.trace[i + 1].seq == e.seq;
+      const double dur = has_next ? static_cast<double>(n.trace[i + 1].ns - e.ns) / 1000.0 : 0.0;
+      events.push_back({{"name", kNames[static_cast<int>(e.state)]},
+                        {"ph", "X"},
+                        {"pid", 1},
+                        {"tid", tid},
+                        {"ts", ts},
+                        {"dur", dur},
+                        {"args", {{"run", e.seq}, {"op", op_kind_name(n.data->op)}}}});
+    }
+  }
+  nlohmann::json doc = {{"traceEvents", events}, {"displayTimeUnit", "ns"}};
+  return doc.dump();
+}
+
+void GoMachine::write_trace(const std::string& path) const {
+  std::ofstream f(path);
+  if (!f) CHANFLOW_THROW(Error) << "write_trace: cannot open '" << path << "'";
+  f << trace_json();
+  if (!f) CHANFLOW_THROW(Error) << "write_trace: failed writing '" << path << "'";
+}
+
+}  // namespace chanflow

@@ -1,0 +1,52 @@
+// graph_impl.h — private storage of a Graph and the shared forward evaluation of one node.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "chanflow/graph/graph.h"
+#include "chanflow/tensor/ops.h"
+
+namespace chanflow {
+namespace detail {
+
+struct NodeData {
+  int64_t id = 0;
+  std::string name;
+  OpKind op = OpKind::kInput;
+  std::vector<int64_t> operands;
+  Shape shape;
+  DType dtype = DType::kFloat32;
+  Tensor value;  // constant's value, or an input's bound default
+  // Attributes (meaning depends on op).
+  Axes axes;                     // reductions
+  bool keepdims = false;         // reductions, argmax
+  std::optional<int64_t> axis;   // argmax, softmax family
+  Shape target;                  // reshape (as given), broadcast_to, sum_to
+  std::vector<int64_t> perm;     // transpose (normalised, never empty)
+  DType to = DType::kFloat32;    // cast
+  std::shared_ptr<CustomFn> fn;  // custom
+};
+
+struct GraphImpl : std::enable_shared_from_this<GraphImpl> {
+  std::deque<NodeData> nodes;  // deque: references stay valid as nodes are added
+};
+
+// The operands of node `n` as handles.
+inline Node node_of(GraphImpl* g, int64_t id) { return Node(g, id); }
+
+// Runs node `n`'s op on `operands` (in operand order). `ctx` may be null (no cancellation);
+// otherwise long kernels check it between chunks. `reuse` (may be empty) is a buffer of the
+// result's shape that elementwise kernels may write into. Checks the result's shape and dtype
+// against the inferred ones.
+Tensor eval_node(const NodeData& n, const Tensor* operands, const Context* ctx, Tensor reuse);
+
+// "node 'name' (op #id)" for error messages.
+std::string describe(const NodeData& n);
+
+}  // namespace detail
+}  // namespace chanflow

@@ -1,0 +1,95 @@
+// Unit tests: graph building, shape/dtype inference errors, TapeMachine, grad vs finite
+// differences.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "chanflow/graph.h"
+
+namespace cf = chanflow;
+using cf::DType;
+using cf::Tensor;
+
+namespace {
+
+Tensor f64(std::vector<double> v, cf::Shape s) { return Tensor::from_vector<double>(v, s); }
+
+}  // namespace
+
+TEST(Graph, IdsNamesAndInference) {
+  cf::Graph g;
+  cf::Node x = g.input("x", DType::kFloat32, {2, 3});
+  cf::Node w = g.constant(Tensor::ones({3, 4}, DType::kFloat32), "w");
+  cf::Node y = cf::relu(cf::matmul(x, w) + g.scalar(1.0f));
+  EXPECT_EQ(x.id(), 0);
+  EXPECT_EQ(w.id(), 1);
+  EXPECT_EQ(y.shape(), (cf::Shape{2, 4}));
+  EXPECT_EQ(y.dtype(), DType::kFloat32);
+  EXPECT_EQ(x.name(), "x");
+  EXPECT_EQ(y.name(), "relu" + std::to_string(y.id()));
+  EXPECT_EQ(g.size(), 6);  // x, w, matmul, scalar, add, relu
+  cf::Node s = cf::sum(y, {0}, true);
+  EXPECT_EQ(s.shape(), (cf::Shape{1, 4}));
+  EXPECT_EQ(cf::mean(cf::cast(x, DType::kInt32)).dtype(), DType::kFloat64);
+  EXPECT_EQ(cf::transpose(x).shape(), (cf::Shape{3, 2}));
+  EXPECT_EQ(cf::reshape(x, {-1}).shape(), (cf::Shape{6}));
+  EXPECT_EQ(cf::argmax(x, 1).shape(), (cf::Shape{2}));
+  EXPECT_EQ(cf::less(x, x).dtype(), DType::kBool);
+}
+
+TEST(Graph, ShapeErrorNamesNodeAndShapes) {
+  cf::Graph g;
+  cf::Node a = g.input("a", DType::kFloat32, {2, 3});
+  cf::Node b = g.input("b", DType::kFloat32, {4, 5});
+  try {
+    (void)cf::matmul(a, b);
+    FAIL() << "no ShapeError";
+  } catch (const cf::ShapeError& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("matmul2"), std::string::npos) << m;
+    EXPECT_NE(m.find("'a'"), std::string::npos) << m;
+    EXPECT_NE(m.find("(2, 3)"), std::string::npos) << m;
+    EXPECT_NE(m.find("(4, 5)"), std::string::npos) << m;
+  }
+  EXPECT_THROW((void)(a + b), cf::ShapeError);
+  EXPECT_THROW((void)cf::reshape(a, {4}), cf::ShapeError);
+  EXPECT_THROW((void)cf::sum(a, {2}), cf::ShapeError);
+  EXPECT_THROW((void)cf::transpose(a, {0, 0}), cf::ShapeError);
+  cf::Node bl = g.input("bl", DType::kBool, {2, 3});
+  EXPECT_THROW((void)cf::sub(bl, bl), cf::TypeError);
+  EXPECT_THROW(g.set(a, Tensor::zeros({3, 2}, DType::kFloat32)), cf::ShapeError);
+  EXPECT_THROW(g.set(a, Tensor::zeros({2, 3}, DType::kFloat64)), cf::TypeError);
+  cf::Graph other;
+  cf::Node o = other.input("o", DType::kFloat32, {2, 3});
+  EXPECT_THROW((void)(a + o), cf::Error);
+  EXPECT_THROW((void)(cf::Node() + a), cf::Error);
+}
+
+TEST(Graph, ToDot) {
+  cf::Graph g;
+  cf::Node a = g.scalar(1.0f, "a");
+  cf::Node b = g.scalar(2.0f, "b");
+  (void)(a - b);
+  std::string dot = g.to_dot();
+  EXPECT_NE(dot.find("digraph"), std::string::npos);
+  EXPECT_NE(dot.find("n0 -> n2 [label=\"0\"]"), std::string::npos) << dot;
+  EXPECT_NE(dot.find("n1 -> n2 [label=\"1\"]"), std::string::npos) << dot;
+}
+
+TEST(TapeMachine, ComputesAndRebinds) {
+  cf::Graph g;
+  cf::Node x = g.input("x", DType::kFloat64, {2});
+  cf::Node y = x * 3.0 - 1.0;
+  g.set(x, f64({1, 2}, {2}));
+  cf::TapeMachine t(g);
+  t.run();
+  EXPECT_DOUBLE_EQ(t.result(y).at<double>({1}), 5.0);
+  EXPECT_DOUBLE_EQ(t.result(x).at<double>({0}), 1.0);
+  t.run(cf::background(), {{x, f64({10, 20}, {2})}});
+  EXPECT_DOUBLE_EQ(t.result(y).at<double>({1}), 59.0);
+  cf::Graph g2;
+  cf::Node u = g2.input("u", DType::kFloat64, {2});
+  (void)(u + u);
+  cf::TapeMachine t2(g2);
+  EXPECT_THROW(t2.run(), cf::Error);
+}
