@@ -25,6 +25,9 @@ namespace {
 
 thread_local Worker* t_worker = nullptr;
 
+// Pause iterations an idle worker polls for work before it sleeps (tens of microseconds).
+constexpr int kIdleSpins = 2048;
+
 uint64_t next_random(uint64_t& s) noexcept {
   // xorshift64*: fast, good enough to pick steal victims.
   s ^= s >> 12;
@@ -71,7 +74,7 @@ struct PoolOwnedStack {
 
 void check_canary(const Task* t) noexcept {
   if (t->slot.guard != 0) return;
-  if (std::memcmp(t->slot.base, &kStackCanary, sizeof(kStackCanary)) != 0) {
+  if (!canary_intact(t->slot.base)) {
     std::fprintf(stderr,
                  "chanflow: stack overflow in green thread '%s' (compact stack without a guard "
                  "page, detected at a switch; memory below it may be corrupt)\n",
@@ -369,6 +372,23 @@ Task* SchedulerImpl::find_work(Worker* w) {
         }
       }
     }
+    if (t == nullptr && !stopping.load(std::memory_order_relaxed)) {
+      // Spin briefly before sleeping: work often arrives within microseconds (a partner's
+      // reply, the next spawn), and a futex sleep plus a cross-CPU wake-up costs far more.
+      // While we spin, wakers leave the sleepers alone (nspinning > 0).
+      if (!w->spinning) {
+        w->spinning = true;
+        nspinning.fetch_add(1, std::memory_order_seq_cst);
+      }
+      bool found = false;
+      for (int i = 0; i < kIdleSpins && !found; ++i) {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+        if ((i & 15) == 15) found = any_work();
+      }
+      if (found) continue;
+    }
     if (t != nullptr) {
       reset_spinning(w);
       return t;
@@ -380,6 +400,7 @@ Task* SchedulerImpl::find_work(Worker* w) {
       nspinning.fetch_sub(1, std::memory_order_seq_cst);
     }
     if (stopping.load(std::memory_order_acquire) && !any_work()) return nullptr;
+    pool.trim();
     w->sleep_word.store(1, std::memory_order_seq_cst);
     nidle.fetch_add(1, std::memory_order_seq_cst);
     std::atomic_thread_fence(std::memory_order_seq_cst);

@@ -85,7 +85,7 @@ void give_guard_budget(long n) { g_guard_budget.fetch_add(n, std::memory_order_r
 
 constexpr std::size_t kGuardedPerChunk = 16;
 constexpr std::size_t kCompactPerChunk = 256;
-// Free stacks beyond this many are returned to the kernel (madvise) when released.
+// Free stacks beyond this many are returned to the kernel (madvise) when a worker idles.
 constexpr std::size_t kKeepWarm = 4096;
 
 }  // namespace
@@ -137,8 +137,9 @@ void StackPool::grow() {
   }
   int index = register_chunk(base, bytes, slot, guard ? page_ : 0);
   chunks_.push_back(Chunk{base, bytes, index, guard});
-  // Push in reverse so the lowest slot is handed out first.
-  for (std::size_t i = n; i-- > 0;) {
+  // The highest slot is handed out first: an overflow of a compact stack then runs into the
+  // (free) slot below it, where the canary check catches it, rather than off the chunk.
+  for (std::size_t i = 0; i < n; ++i) {
     free_.push_back(StackSlot{base + i * slot, guard ? page_ : 0});
   }
 }
@@ -147,22 +148,53 @@ StackSlot StackPool::acquire() {
   StackSlot s;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (free_.empty()) grow();
-    s = free_.back();
-    free_.pop_back();
+    if (!warm_.empty()) {
+      s = warm_.back();
+      warm_.pop_back();
+    } else {
+      if (free_.empty()) grow();
+      s = free_.back();
+      free_.pop_back();
+    }
+    warm_count_.store(warm_.size(), std::memory_order_relaxed);
   }
-  if (s.guard == 0) {
-    std::memcpy(s.base, &kStackCanary, sizeof(kStackCanary));
-  }
+  if (s.guard == 0) write_canary(s.base);
   return s;
 }
 
 void StackPool::release(StackSlot slot) noexcept {
   std::lock_guard<std::mutex> lock(mu_);
-  if (free_.size() >= kKeepWarm) {
-    madvise(slot.bottom(), usable_, MADV_DONTNEED);
+  warm_.push_back(slot);
+  warm_count_.store(warm_.size(), std::memory_order_relaxed);
+}
+
+void StackPool::trim() noexcept {
+  if (warm_count_.load(std::memory_order_relaxed) <= kKeepWarm) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  // The oldest-released stacks (front) go cold; madvise is costly (a TLB shootdown on every
+  // CPU), which is why this runs only when a worker is about to sleep, never per release.
+  const std::size_t excess = warm_.size() > kKeepWarm ? warm_.size() - kKeepWarm : 0;
+  for (std::size_t i = 0; i < excess; ++i) {
+    madvise(warm_[i].bottom(), usable_, MADV_DONTNEED);
+    free_.push_back(warm_[i]);
   }
-  free_.push_back(slot);
+  warm_.erase(warm_.begin(), warm_.begin() + static_cast<std::ptrdiff_t>(excess));
+  warm_count_.store(warm_.size(), std::memory_order_relaxed);
+}
+
+void write_canary(char* base) noexcept {
+  for (std::size_t i = 0; i < kCanaryWords; ++i) {
+    std::memcpy(base + i * sizeof(kStackCanary), &kStackCanary, sizeof(kStackCanary));
+  }
+}
+
+bool canary_intact(const char* base) noexcept {
+  for (std::size_t i = 0; i < kCanaryWords; ++i) {
+    std::uint64_t w;
+    std::memcpy(&w, base + i * sizeof(w), sizeof(w));
+    if (w != kStackCanary) return false;
+  }
+  return true;
 }
 
 bool find_guard_hit(const void* addr, char** slot_top) noexcept {

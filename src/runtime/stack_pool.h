@@ -8,6 +8,7 @@
 // canary word instead (see docs/runtime.md).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
@@ -24,6 +25,11 @@ struct StackSlot {
 };
 
 inline constexpr std::uint64_t kStackCanary = 0x6368616e666c6f77ULL;  // "chanflow"
+// Words of canary at the low end of a compact stack. Several, because an overflowing frame may
+// leave a few bytes unwritten exactly where one word sits.
+inline constexpr std::size_t kCanaryWords = 8;
+void write_canary(char* base) noexcept;
+bool canary_intact(const char* base) noexcept;
 
 class StackPool {
  public:
@@ -35,8 +41,11 @@ class StackPool {
   // A stack; its usable bytes are [bottom(), base + slot_size()). Throws Error when memory or the
   // guard budget (kAlways) runs out. Thread-safe.
   StackSlot acquire();
-  // Returns a stack to the pool. Thread-safe.
+  // Returns a stack to the pool (kept warm: its pages stay resident). Thread-safe.
   void release(StackSlot slot) noexcept;
+  // Gives the pages of warm stacks beyond a few thousand back to the kernel. Thread-safe; called
+  // by idle workers.
+  void trim() noexcept;
 
   std::size_t usable() const noexcept { return usable_; }
   // Distance between the bases of consecutive slots of a compact chunk; guarded slots add a page.
@@ -49,7 +58,9 @@ class StackPool {
   std::size_t page_;
   StackGuard mode_;
   std::mutex mu_;
-  std::vector<StackSlot> free_;
+  std::vector<StackSlot> free_;  // never used or trimmed: pages not resident
+  std::vector<StackSlot> warm_;  // released stacks, LIFO: the hottest is reused first
+  std::atomic<std::size_t> warm_count_{0};
   struct Chunk {
     char* base;
     std::size_t bytes;

@@ -1,1 +1,136 @@
-#include <gtest/gtest.h>
+// Deadlock detection: real deadlocks are reported with every parked green thread; live
+// situations (timers, plain threads) are not.
+#include <atomic>
+#include <regex>
+#include <string>
+#include <thread>
+
+#include "runtime_test_util.h"
+
+namespace {
+
+using namespace std::chrono_literals;
+using Deadlock = WorkersFixture;
+
+std::string deadlock_message(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const cf::DeadlockError& e) {
+    return e.what();
+  }
+  return "(no DeadlockError)";
+}
+
+TEST_P(Deadlock, RecvWithNoSenderAndNoGreenThreads) {
+  auto ch = cf::make_chan<int>();
+  const std::string msg = deadlock_message([&] { ch.recv(); });
+  EXPECT_NE(msg.find("deadlock"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("recv on chan 0x"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("No green thread is alive"), std::string::npos) << msg;
+}
+
+TEST_P(Deadlock, ReportsEachParkedGreenThread) {
+  auto ch = cf::make_chan<int>();
+  auto other = cf::make_chan<std::string>(2);
+  auto done = cf::make_chan<int>();
+  cf::go("producer", [ch] {
+    ch.send(1);
+    ch.send(2);
+  });
+  cf::go("consumer", [ch] { ch.recv(); });
+  auto x = cf::make_chan<int>();
+  auto y = cf::make_chan<int>(1);
+  y.send(0);  // full: a send case on y cannot proceed
+  cf::go("selector", [other, x, y] {
+    cf::select(cf::on_recv(x, [](std::optional<int>) {}), cf::on_send(y, 5, [] {}));
+    other.send("never");
+  });
+  const std::string msg = deadlock_message([&] { done.recv(); });
+  std::ostringstream chan;
+  chan << static_cast<const void*>(ch.base());
+  EXPECT_NE(msg.find("producer: send on chan " + chan.str() + " (cap 0)"), std::string::npos)
+      << msg;
+  EXPECT_EQ(msg.find("consumer:"), std::string::npos) << msg;  // it finished
+  EXPECT_NE(msg.find("selector: select on 2 channel case(s)"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("This OS thread waits in recv on chan"), std::string::npos) << msg;
+}
+
+TEST_P(Deadlock, NilChannelAndMutexAndWaitGroup) {
+  cf::Mutex mu;
+  mu.lock();
+  cf::go("nil-receiver", [] { cf::Chan<int>().recv(); });
+  cf::go("locker", [&] { std::lock_guard<cf::Mutex> g(mu); });
+  cf::WaitGroup wg;
+  wg.add();
+  const std::string msg = deadlock_message([&] { wg.wait(); });
+  EXPECT_NE(msg.find("nil-receiver: send/recv on a nil chan"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("locker: Mutex::lock"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("WaitGroup::wait"), std::string::npos) << msg;
+  mu.unlock();  // the locker can finish; the nil receiver is unwound at teardown
+}
+
+TEST_P(Deadlock, MainSelectWithEveryoneAsleep) {
+  auto a = cf::make_chan<int>();
+  auto b = cf::make_chan<int>();
+  cf::go("stuck", [a] { a.recv(); });
+  const std::string msg = deadlock_message(
+      [&] { cf::select(cf::on_recv(b, [](std::optional<int>) {}), cf::on_send(b, 1, [] {})); });
+  EXPECT_NE(msg.find("This OS thread waits in select on 2 channel case(s)"), std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("stuck: recv on chan"), std::string::npos) << msg;
+  // After the error the channel is usable: the failed select left no waiter behind.
+  EXPECT_EQ(parked_receivers(b.base()), 0u);
+  EXPECT_EQ(parked_senders(b.base()), 0u);
+  a.send(1);
+}
+
+TEST_P(Deadlock, PendingTimerIsNotADeadlock) {
+  auto ch = cf::make_chan<int>();
+  cf::go("late-sender", [ch] {
+    cf::sleep_for(30ms);
+    ch.send(7);
+  });
+  EXPECT_EQ(ch.recv(), 7);
+}
+
+TEST_P(Deadlock, PlainThreadThatWillSendIsNotADeadlock) {
+  auto ch = cf::make_chan<int>();
+  std::thread t([ch] {
+    std::this_thread::sleep_for(120ms);  // the scenario: a slow plain thread, not a sync
+    ch.send(8);
+  });
+  EXPECT_EQ(ch.recv(), 8);
+  t.join();
+}
+
+TEST_P(Deadlock, BusyGreenThreadIsNotADeadlock) {
+  auto ch = cf::make_chan<int>();
+  cf::go("busy", [ch] {
+    volatile uint64_t x = 0;
+    for (int i = 0; i < 2000000; ++i) x = x + static_cast<uint64_t>(i);
+    ch.send(1);
+  });
+  EXPECT_EQ(ch.recv(), 1);
+}
+
+TEST_P(Deadlock, DeadlockAfterActivity) {
+  auto ch = cf::make_chan<int>(1);
+  auto never = cf::make_chan<int>();
+  cf::WaitGroup wg;
+  for (int i = 0; i < 50; ++i) {
+    wg.add();
+    cf::go("churn", [&, ch] {
+      ch.send(1);
+      ch.recv();
+      wg.done();
+    });
+  }
+  wg.wait();
+  cf::go("last", [never] { never.recv(); });
+  const std::string msg = deadlock_message([&] { never.recv(); });
+  EXPECT_NE(msg.find("last: recv on chan"), std::string::npos) << msg;
+}
+
+INSTANTIATE_TEST_SUITE_P(Workers, Deadlock, CHANFLOW_WORKER_COUNTS);
+
+}  // namespace

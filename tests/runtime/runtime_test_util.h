@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "chanflow/runtime.h"
+#include "scheduler_impl.h"  // white-box: src/runtime
 
 namespace cf = chanflow;
 
@@ -40,6 +41,10 @@ inline std::size_t parked_senders(cf::detail::ChanBase* c) {
   std::size_t n = 0;
   for (auto* w = c->sendq_.front(); w != nullptr; w = w->next) ++n;
   return n;
+}
+// White-box: every green thread of s is parked (or none is alive).
+inline bool all_parked(const cf::Scheduler& s) {
+  return s.impl()->active.load(std::memory_order_seq_cst) == 0;
 }
 // Waits (yielding, not sleeping) until `pred` holds: the state is produced by other threads.
 template <class P>

@@ -1,1 +1,153 @@
-#include <gtest/gtest.h>
+// WaitGroup, Group (error group) and Mutex.
+#include <atomic>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+#include "runtime_test_util.h"
+
+namespace {
+
+using WaitGroup = WorkersFixture;
+using Group = WorkersFixture;
+using Mutex = WorkersFixture;
+
+TEST_P(WaitGroup, WaitsForAll) {
+  cf::WaitGroup wg;
+  std::atomic<int> done{0};
+  for (int i = 0; i < 500; ++i) {
+    wg.add();
+    cf::go([&] {
+      cf::yield();
+      done++;
+      wg.done();
+    });
+  }
+  wg.wait();
+  EXPECT_EQ(done.load(), 500);
+  EXPECT_EQ(wg.count(), 0);
+  wg.wait();  // zero: returns at once
+}
+
+TEST_P(WaitGroup, ManyWaitersGreenAndOs) {
+  cf::WaitGroup wg;
+  wg.add();
+  cf::WaitGroup waiters;
+  std::atomic<int> released{0};
+  for (int i = 0; i < 10; ++i) {
+    waiters.add();
+    cf::go([&] {
+      wg.wait();
+      released++;
+      waiters.done();
+    });
+  }
+  std::thread os([&] {
+    wg.wait();
+    released++;
+  });
+  wg.done();
+  waiters.wait();
+  os.join();
+  EXPECT_EQ(released.load(), 11);
+}
+
+TEST_P(WaitGroup, NegativeCounterIsAnError) {
+  cf::WaitGroup wg;
+  EXPECT_THROW(wg.done(), cf::Error);
+  wg.add(2);
+  EXPECT_THROW(wg.add(-3), cf::Error);
+  EXPECT_EQ(wg.count(), 2);
+  wg.add(-2);
+}
+
+TEST_P(Group, FirstExceptionWinsAndCancelsContext) {
+  cf::Group g;
+  std::atomic<int> saw_cancel{0};
+  for (int i = 0; i < 8; ++i) {
+    g.go("waiter", [&](cf::Context ctx) {
+      ctx.done().recv();  // until the failure cancels the group
+      saw_cancel++;
+    });
+  }
+  g.go("failer", [] { throw std::runtime_error("part 3 failed"); });
+  try {
+    g.wait();
+    FAIL() << "wait() must rethrow";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "part 3 failed");
+  }
+  EXPECT_EQ(saw_cancel.load(), 8);
+  EXPECT_TRUE(g.context().err() != nullptr);
+}
+
+TEST_P(Group, SuccessCancelsContextOnWait) {
+  cf::Group g(cf::with_cancel(cf::background()));
+  std::atomic<int> sum{0};
+  for (int i = 1; i <= 10; ++i) g.go([&, i] { sum += i; });
+  g.wait();
+  EXPECT_EQ(sum.load(), 55);
+  EXPECT_TRUE(g.context().done().closed());
+}
+
+TEST_P(Group, ParentCancellationReachesTasks) {
+  cf::Context parent = cf::with_cancel(cf::background());
+  cf::Group g(parent);
+  g.go([](cf::Context ctx) {
+    ctx.done().recv();
+    ctx.throw_if_done();
+  });
+  parent.cancel();
+  EXPECT_THROW(g.wait(), cf::CanceledError);
+}
+
+TEST_P(Mutex, ProtectsACounter) {
+  cf::Mutex mu;
+  int64_t counter = 0;
+  constexpr int kThreads = 16;
+  constexpr int kIters = 2000;
+  cf::WaitGroup wg;
+  for (int t = 0; t < kThreads; ++t) {
+    wg.add();
+    cf::go("incrementer", [&] {
+      for (int i = 0; i < kIters; ++i) {
+        std::lock_guard<cf::Mutex> g(mu);
+        ++counter;
+        if (i % 64 == 0) cf::yield();  // hold it across a switch sometimes
+      }
+      wg.done();
+    });
+  }
+  for (int i = 0; i < kIters; ++i) {
+    std::lock_guard<cf::Mutex> g(mu);  // an OS thread contends too
+    ++counter;
+  }
+  wg.wait();
+  EXPECT_EQ(counter, int64_t{kThreads + 1} * kIters);
+}
+
+TEST_P(Mutex, TryLockAndHandOff) {
+  cf::Mutex mu;
+  EXPECT_TRUE(mu.try_lock());
+  EXPECT_FALSE(mu.try_lock());
+  auto got = cf::make_chan<int>();
+  cf::go([&, got] {
+    {
+      std::unique_lock<cf::Mutex> g(mu);  // parks until unlock hands it over
+    }
+    got.send(1);
+  });
+  cf::sleep_for(std::chrono::milliseconds(2));  // give it a chance to (wrongly) get in
+  EXPECT_EQ(got.try_recv(), std::nullopt);
+  mu.unlock();
+  EXPECT_EQ(got.recv(), 1);
+  EXPECT_TRUE(mu.try_lock());
+  mu.unlock();
+}
+
+INSTANTIATE_TEST_SUITE_P(Workers, WaitGroup, CHANFLOW_WORKER_COUNTS);
+INSTANTIATE_TEST_SUITE_P(Workers, Group, CHANFLOW_WORKER_COUNTS);
+INSTANTIATE_TEST_SUITE_P(Workers, Mutex, CHANFLOW_WORKER_COUNTS);
+
+}  // namespace

@@ -1,1 +1,54 @@
-#include <gtest/gtest.h>
+// Tracing: green-thread slices recorded and rendered as Chrome trace JSON.
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+
+#include "runtime_test_util.h"
+
+namespace {
+
+TEST(Trace, RecordsStartRunsAndExitsAsChromeJson) {
+  cf::Scheduler s({.workers = 2});
+  cf::ScopedDefaultScheduler use(s);
+  cf::trace::start();
+  EXPECT_TRUE(cf::trace::enabled());
+  auto ch = cf::make_chan<int>();
+  cf::WaitGroup wg;
+  wg.add(2);
+  cf::go("producer", [&, ch] {
+    for (int i = 0; i < 3; ++i) ch.send(i);
+    wg.done();
+  });
+  cf::go("consumer", [&, ch] {
+    for (int i = 0; i < 3; ++i) ch.recv();
+    wg.done();
+  });
+  wg.wait();
+  wait_until([&] { return s.live() == 0; });
+  cf::trace::stop();
+  EXPECT_FALSE(cf::trace::enabled());
+  const std::size_t n = cf::trace::event_count();
+  EXPECT_GE(n, 6u);  // 2 starts, >= 2 runs (resume + park/exit)
+  auto doc = nlohmann::json::parse(cf::trace::to_json());
+  std::set<std::string> slices;
+  int spawns = 0;
+  for (const auto& e : doc["traceEvents"]) {
+    if (e["ph"] == "X") {
+      slices.insert(e["name"].get<std::string>());
+      EXPECT_GE(e["dur"].get<double>(), 0.0);
+    }
+    if (e["ph"] == "i") ++spawns;
+  }
+  EXPECT_EQ(spawns, 2);
+  EXPECT_TRUE(slices.count("producer"));
+  EXPECT_TRUE(slices.count("consumer"));
+  // Off: nothing more is recorded.
+  cf::go([] {});
+  s.live();
+  EXPECT_EQ(cf::trace::event_count(), n);
+  const std::string path = ::testing::TempDir() + "/chanflow_trace_test.json";
+  cf::trace::write_json(path);
+  EXPECT_THROW(cf::trace::write_json("/nonexistent-dir/x.json"), cf::Error);
+}
+
+}  // namespace
