@@ -209,6 +209,16 @@ Var ProgramBuilder::make_channel(VarType element, int64_t capacity, std::string 
   return ch;
 }
 
+Var ProgramBuilder::declare_channel(std::string name, VarType element, int64_t capacity) {
+  if (capacity < 0) CHANFLOW_THROW(Error) << "declare_channel: negative capacity " << capacity;
+  if (!is_element_type(element) && element != VarType::kLoDTensor &&
+      element != VarType::kChannel) {
+    CHANFLOW_THROW(TypeError) << "declare_channel: a channel cannot carry "
+                              << var_type_name(element);
+  }
+  return declare(VarType::kChannel, element, std::move(name), capacity);
+}
+
 Var ProgramBuilder::lookup(const std::string& name) const {
   for (int64_t b = current_block(); b >= 0; b = state_->blocks[static_cast<size_t>(b)].parent) {
     const auto& block = state_->blocks[static_cast<size_t>(b)];
@@ -531,7 +541,7 @@ BlockGuard ProgramBuilder::add_case(SelectGuard& s, int kind, Var ch, Var v) {
                           << rec.block << "), not in block " << current_block();
   }
   const auto k = static_cast<SelectCaseKind>(kind);
-  SelectCase sc;
+  SelectCaseAttr sc;
   sc.index = static_cast<int64_t>(rec.cases.size());
   sc.kind = k;
   if (k == SelectCaseKind::kDefault) {

@@ -76,7 +76,7 @@ BlockCaptures compute_captures(const std::vector<CaptureBlockView>& blocks, int6
       auto cases = op.attr("cases");
       if (!cases || cases->type() != AttrType::kStrings || !cases->well_formed()) continue;
       for (const std::string& text : cases->as_strings()) {
-        SelectCase sc;
+        SelectCaseAttr sc;
         try {
           sc = parse_select_case(text);
         } catch (const ProgramError&) {

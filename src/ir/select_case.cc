@@ -24,7 +24,7 @@ bool parse_int(std::string_view s, int64_t* out) {
 
 }  // namespace
 
-SelectCase parse_select_case(std::string_view text) {
+SelectCaseAttr parse_select_case(std::string_view text) {
   std::vector<std::string_view> fields;
   size_t start = 0;
   while (true) {
@@ -41,7 +41,7 @@ SelectCase parse_select_case(std::string_view text) {
     bad_case(text, "has " + std::to_string(fields.size()) + (fields.size() > 4 ? "+" : "") +
                        " comma-separated field(s), not 4");
   }
-  SelectCase c;
+  SelectCaseAttr c;
   if (!parse_int(fields[0], &c.index) || c.index < 0) {
     bad_case(text, "index '" + std::string(fields[0]) + "' is not a non-negative integer");
   }
@@ -63,7 +63,7 @@ SelectCase parse_select_case(std::string_view text) {
   return c;
 }
 
-std::string format_select_case(const SelectCase& c) {
+std::string format_select_case(const SelectCaseAttr& c) {
   return std::to_string(c.index) + "," + std::to_string(static_cast<int32_t>(c.kind)) + "," +
          c.channel + "," + c.var;
 }

@@ -418,7 +418,7 @@ class Verifier {
     int defaults = 0;
     for (size_t i = 0; i < cases.size(); ++i) {
       const std::string role = "case " + std::to_string(i);
-      SelectCase sc;
+      SelectCaseAttr sc;
       try {
         sc = parse_select_case(cases[i]);
       } catch (const ProgramError& e) {

@@ -5,7 +5,7 @@
 // `channel` into `var`. The verifier checks every case string with these functions and the exec
 // layer uses them to build its select:
 //
-//   cf::SelectCase c = cf::parse_select_case("1,2,quit_ch,quit_val");
+//   cf::SelectCaseAttr c = cf::parse_select_case("1,2,quit_ch,quit_val");
 //   c.kind == cf::SelectCaseKind::kRecv && c.channel == "quit_ch";
 //   cf::format_select_case(c);    // "1,2,quit_ch,quit_val"
 #pragma once
@@ -20,7 +20,7 @@ namespace chanflow {
 
 enum class SelectCaseKind : int32_t { kDefault = 0, kSend = 1, kRecv = 2 };
 
-struct SelectCase {
+struct SelectCaseAttr {
   int64_t index = 0;
   SelectCaseKind kind = SelectCaseKind::kDefault;
   std::string channel;  // empty for the default case
@@ -31,9 +31,9 @@ struct SelectCase {
 // naming the problem: not four comma-separated fields, an index that is not a non-negative
 // integer, a kind other than 0/1/2, a send/receive case without a channel or variable, a default
 // case with one. Thread-safe.
-CHANFLOW_API SelectCase parse_select_case(std::string_view text);
+CHANFLOW_API SelectCaseAttr parse_select_case(std::string_view text);
 
 // The string form of a case (inverse of parse_select_case). Thread-safe.
-CHANFLOW_API std::string format_select_case(const SelectCase& c);
+CHANFLOW_API std::string format_select_case(const SelectCaseAttr& c);
 
 }  // namespace chanflow
