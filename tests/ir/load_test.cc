@@ -1,0 +1,112 @@
+// Loading: the seeds' listings and every examples/programs/*.pbtxt load and verify; from_file
+// dispatches on the extension; syntax errors name the line.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "test_util.h"
+
+namespace cf = chanflow;
+using cf::ir_test::expect_program_error;
+using cf::ir_test::read_file;
+
+TEST(ProgramLoad, SeedGoOpListing) {
+  cf::Program p = cf::Program::from_file(std::string(CHANFLOW_PROGRAMS_DIR) + "/seed_go_op.pbtxt");
+  ASSERT_EQ(p.num_blocks(), 2u);
+  cf::Block b0 = p.block(0);
+  EXPECT_EQ(b0->parent_idx, -1);
+  ASSERT_EQ(b0->ops.size(), 4u);
+  EXPECT_EQ(b0->ops[1].type(), "go");
+  EXPECT_EQ(b0->ops[1].attr("sub_block")->as_block(), 1);
+  EXPECT_EQ(b0->ops[0].attr("data_type")->as_int(), 7);
+  auto ret = b0.find_var("return_value");
+  ASSERT_TRUE(ret.has_value());
+  EXPECT_EQ((*ret)->data_type, static_cast<int64_t>(cf::VarType::kInt64));
+  cf::Block b1 = p.block(1);
+  EXPECT_EQ(b1->parent_idx, 0);
+  EXPECT_EQ(b1->ops[0].attr("value")->as_float(), 99.0);
+  EXPECT_EQ(b1->ops[0].attr("shape")->as_ints(), std::vector<int64_t>{1});
+  EXPECT_EQ(b1->ops[1].input("X"), std::vector<std::string>{"fill_constant_1.tmp_0"});
+  cf::Program v = cf::verify(p);
+  // Defaults filled: channel_create already had both attributes; nothing else was missing.
+  EXPECT_TRUE(v.equals(p));
+}
+
+TEST(ProgramLoad, SeedSelectOpListing) {
+  cf::Program p =
+      cf::Program::from_file(std::string(CHANFLOW_PROGRAMS_DIR) + "/seed_select_op.pbtxt");
+  ASSERT_EQ(p.num_blocks(), 5u);
+  cf::OpDesc sel;
+  for (cf::OpDesc op : p.block(0)->ops) {
+    if (op.type() == "select") sel = op;
+  }
+  ASSERT_TRUE(sel.defined());
+  EXPECT_EQ(sel.attr("cases")->as_strings(),
+            (std::vector<std::string>{"0,1,channel_101,fill_constant_109.tmp_0",
+                                      "1,2,channel_102,fill_constant_108.tmp_0"}));
+  EXPECT_EQ(sel.input("case_to_execute"), std::vector<std::string>{"fill_constant_110.tmp_0"});
+  // The case's conditional_block keeps the listing's `block_idx: 4`.
+  EXPECT_EQ(p.block(1)->ops[2].attr("sub_block")->as_block(), 4);
+  EXPECT_NO_THROW(cf::verify(p));
+}
+
+TEST(ProgramLoad, EveryExampleProgramLoadsAndVerifies) {
+  int count = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(CHANFLOW_PROGRAMS_DIR)) {
+    if (entry.path().extension() != ".pbtxt") continue;
+    SCOPED_TRACE(entry.path().string());
+    cf::Program p = cf::Program::from_file(entry.path().string());
+    cf::Program v = cf::verify(p);
+    EXPECT_TRUE(cf::Program::from_text(v.to_text()).equals(v));
+    ++count;
+  }
+  EXPECT_GE(count, 9);  // 2 seeds + 7 Paddle cases
+}
+
+TEST(ProgramLoad, FromFileChoosesFormatByExtension) {
+  const std::string dir = ::testing::TempDir();
+  cf::Program p = cf::Program::from_file(std::string(CHANFLOW_PROGRAMS_DIR) + "/seed_go_op.pbtxt");
+  p.save(dir + "/prog.pb");
+  p.save(dir + "/prog.pbtxt");
+  EXPECT_TRUE(cf::Program::from_file(dir + "/prog.pb").equals(p));
+  EXPECT_TRUE(cf::Program::from_file(dir + "/prog.pbtxt").equals(p));
+  EXPECT_NE(read_file(dir + "/prog.pb"), read_file(dir + "/prog.pbtxt"));
+  try {
+    cf::Program::from_file(dir + "/prog.json");
+    ADD_FAILURE() << "unknown extension accepted";
+  } catch (const cf::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown extension"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(cf::Program::from_file(dir + "/does_not_exist.pbtxt"), cf::Error);
+  // A binary file read as text (wrong extension) is a ProgramError, not a crash.
+  std::filesystem::copy_file(dir + "/prog.pb", dir + "/renamed.pbtxt",
+                             std::filesystem::copy_options::overwrite_existing);
+  EXPECT_THROW(cf::Program::from_file(dir + "/renamed.pbtxt"), cf::ProgramError);
+}
+
+TEST(ProgramLoad, SyntaxErrorNamesLineAndColumn) {
+  const std::string text = "blocks {\n  idx: 0\n  parent_idx: -1\n  opz { type: \"go\" }\n}\n";
+  cf::ProgramError e = expect_program_error([&] { cf::Program::from_text(text, "bad.pbtxt"); });
+  EXPECT_NE(std::string(e.what()).find("bad.pbtxt:4:"), std::string::npos) << e.what();
+  EXPECT_NE(std::string(e.what()).find("opz"), std::string::npos) << e.what();
+}
+
+TEST(ProgramLoad, StructuralErrorNamesLineAndPath) {
+  const std::string text =
+      "blocks {\n  idx: 0\n  parent_idx: -1\n  ops {\n    type: \"assign\"\n  }\n"
+      "  ops {\n    attrs { name: \"x\" type: INT f: 1.5 }\n    type: \"scale\"\n  }\n}\n";
+  cf::ProgramError e = expect_program_error([&] { cf::Program::from_text(text, "p.pbtxt"); });
+  const std::string msg = e.what();
+  EXPECT_NE(msg.find("p.pbtxt:8"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("blocks[0].ops[1].attrs[0]"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("declared INT but has a 'f' value"), std::string::npos) << msg;
+  EXPECT_EQ(e.block_index(), 0);
+  EXPECT_EQ(e.op_index(), 1);
+  EXPECT_EQ(e.op_type(), "scale");
+}
+
+TEST(ProgramLoad, EmptyInputs) {
+  EXPECT_THROW(cf::Program::from_text(""), cf::ProgramError);
+  EXPECT_THROW(cf::Program::from_binary(""), cf::ProgramError);
+  EXPECT_THROW(cf::Program::from_text("blocks { }"), cf::ProgramError);  // no idx
+}
