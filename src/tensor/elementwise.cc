@@ -195,6 +195,9 @@ Tensor binary(const char* op, const Tensor& a, const Tensor& b, DType compute,
   const Tensor cb = b.dtype() == compute ? b : cast(b, compute);
   const DType out_dtype = F::kPredicate ? DType::kBool : compute;
   Tensor out = detail::output_tensor(shape, out_dtype, opts);
+  if (out->storage() == ca->storage() || out->storage() == cb->storage()) {
+    out = Tensor::empty(shape, out_dtype);  // never write over an input (the loops use restrict)
+  }
   if (out.numel() == 0) return out;
   const std::array<std::vector<int64_t>, 3> strides = {detail::broadcast_byte_strides(out, shape),
                                                        detail::broadcast_byte_strides(ca, shape),
@@ -311,6 +314,7 @@ Tensor unary(const char* op, const Tensor& a, DType compute, const KernelOptions
   detail::require_defined(a, op);
   const Tensor ca = a.dtype() == compute ? a : cast(a, compute);
   Tensor out = detail::output_tensor(a.shape(), kToBool ? DType::kBool : compute, opts);
+  if (out->storage() == ca->storage()) out = Tensor::empty(a.shape(), out->dtype());
   if (out.numel() == 0) return out;
   const std::array<std::vector<int64_t>, 2> strides = {
       detail::broadcast_byte_strides(out, a.shape()),

@@ -121,7 +121,8 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in, const KernelOptions& opts)
   Shape out_shape = batch;
   out_shape.push_back(m);
   out_shape.push_back(n);
-  Tensor out = Tensor::zeros(out_shape, compute);
+  // Every element is written by GEMM (beta = 0) or the integer loop unless k == 0.
+  Tensor out = k == 0 ? Tensor::zeros(out_shape, compute) : Tensor::empty(out_shape, compute);
   const int64_t nbatch = shape_numel(batch);
 
   if (out.numel() > 0 && k > 0) {

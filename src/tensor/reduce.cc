@@ -39,6 +39,8 @@ struct SumOp {
     }
   }
 };
+// Once the accumulator is NaN it stays NaN: x > NaN is false and x is not NaN, so acc is kept.
+// Written as one select so the lane loop vectorises (maxps cannot be used: it drops NaN).
 struct MaxOp {
   template <class A>
   static A identity() {
@@ -49,7 +51,7 @@ struct MaxOp {
   }
   template <class A>
   static A combine(A acc, A x) {
-    return (x > acc || is_nan(x) || is_nan(acc)) ? (is_nan(acc) ? acc : x) : acc;
+    return (x > acc || is_nan(x)) ? x : acc;
   }
 };
 struct MinOp {
@@ -62,7 +64,7 @@ struct MinOp {
   }
   template <class A>
   static A combine(A acc, A x) {
-    return (x < acc || is_nan(x) || is_nan(acc)) ? (is_nan(acc) ? acc : x) : acc;
+    return (x < acc || is_nan(x)) ? x : acc;
   }
 };
 

@@ -1,6 +1,7 @@
 // tensor.cc — storage, the tensor node, creation, views and copy on write.
 #include "chanflow/tensor/tensor.h"
 
+#include <sys/mman.h>
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -11,6 +12,7 @@
 #include "chanflow/tensor/detail/dispatch.h"
 #include "chanflow/tensor/detail/strided.h"
 #include "chanflow/tensor/ops.h"
+#include "internal.h"
 
 namespace chanflow {
 
@@ -18,14 +20,24 @@ namespace chanflow {
 
 ObjectPtr<TensorStorageObj> TensorStorageObj::allocate(int64_t nbytes) {
   if (nbytes < 0) CHANFLOW_THROW(Error) << "tensor storage: negative size " << nbytes;
+  // Buffers of 32 MiB and more (glibc's largest mmap threshold: always fresh pages from the kernel)
+  // are 2 MiB aligned and advised as transparent huge pages, so a fresh 64 MiB output costs 32
+  // page faults instead of 16384. Smaller ones are left to malloc, which reuses freed memory.
+  constexpr int64_t kHugePage = int64_t{2} << 20;
+  const int64_t align = nbytes >= 16 * kHugePage ? kHugePage : kAlignment;
+  if (nbytes > INT64_MAX - align) {
+    CHANFLOW_THROW(Error) << "tensor storage: cannot allocate " << nbytes << " bytes";
+  }
   // aligned_alloc needs a multiple of the alignment; never zero so data() is never null.
-  const int64_t rounded =
-      std::max<int64_t>(kAlignment, (nbytes + kAlignment - 1) / kAlignment * kAlignment);
-  void* p = std::aligned_alloc(static_cast<size_t>(kAlignment), static_cast<size_t>(rounded));
+  const int64_t rounded = std::max<int64_t>(align, (nbytes + align - 1) / align * align);
+  ObjectPtr<TensorStorageObj> s = make_object<TensorStorageObj>();  // first: nothing leaks
+  void* p = std::aligned_alloc(static_cast<size_t>(align), static_cast<size_t>(rounded));
   if (p == nullptr) {
     CHANFLOW_THROW(Error) << "tensor storage: cannot allocate " << nbytes << " bytes";
   }
-  ObjectPtr<TensorStorageObj> s = make_object<TensorStorageObj>();
+#if defined(MADV_HUGEPAGE)
+  if (align == kHugePage) (void)madvise(p, static_cast<size_t>(rounded), MADV_HUGEPAGE);
+#endif
   s->data_ = p;
   s->nbytes_ = nbytes;
   return s;
@@ -467,7 +479,8 @@ Tensor Tensor::cast(DType dtype) const { return chanflow::cast(*this, dtype); }
 
 Tensor cast(const Tensor& a, DType dtype, const KernelOptions& opts) {
   if (!a.defined()) CHANFLOW_THROW(Error) << "cast: the tensor is null";
-  Tensor t = Tensor::empty(a.shape(), dtype);
+  Tensor t = detail::output_tensor(a.shape(), dtype, opts);
+  if (t->storage() == a->storage()) t = Tensor::empty(a.shape(), dtype);
   copy_into(t, a, opts);
   return t;
 }
