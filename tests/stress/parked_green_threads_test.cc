@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <memory>
 #include <string>
 
 #include "chanflow/runtime.h"
@@ -46,8 +47,9 @@ constexpr bool kSanitized = false;
 #endif
 
 void park_and_wake(int n) {
-  cf::Scheduler scheduler;  // the defaults: workers, stack size, guard policy
-  cf::ScopedDefaultScheduler use(scheduler);
+  auto owned = std::make_unique<cf::Scheduler>();  // the defaults: workers, stack size, guard
+  cf::Scheduler& scheduler = *owned;
+  auto use = std::make_unique<cf::ScopedDefaultScheduler>(scheduler);
   auto gate = cf::make_chan<cf::Unit>();
   std::atomic<int> finished{0};
   cf::WaitGroup started;
@@ -77,10 +79,17 @@ void park_and_wake(int n) {
   const auto t2 = std::chrono::steady_clock::now();
   EXPECT_EQ(finished.load(), n) << "not every parked green thread finished";
 
+  const std::size_t stack_kib = scheduler.stack_size() / 1024;
+  const int workers = scheduler.workers();
+  use.reset();
+  owned.reset();  // joins the workers, releases the stacks
+  const auto t3 = std::chrono::steady_clock::now();
+
   const double kib =
       (static_cast<double>(after) - static_cast<double>(before)) / 1024.0 / static_cast<double>(n);
   const double spawn_s = std::chrono::duration<double>(t1 - t0).count();
   const double wake_s = std::chrono::duration<double>(t2 - t1).count();
+  const double teardown_s = std::chrono::duration<double>(t3 - t2).count();
   std::printf(
       "parked green threads: n=%d, resident %.1f MiB -> %.1f MiB, %.2f KiB per parked green "
       "thread; spawn+park %.2f s, wake+finish %.2f s (stack %zu KiB, %d workers)\n",

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
 #include <optional>
 #include <string>
 
@@ -66,6 +67,7 @@ TEST_P(GoDeadlock, TwoGreenThreadsWaitingOnEachOther) {
     ADD_FAILURE() << "wait returned although alice and bob wait on each other";
   } catch (const cf::DeadlockError& e) {
     const std::string report = e.what();
+    if (GetParam() == 1) std::printf("deadlock report: %s\n", report.c_str());
     EXPECT_TRUE(contains(report, "alice")) << report;
     EXPECT_TRUE(contains(report, "bob")) << report;
     EXPECT_TRUE(contains(report, "recv")) << "the report should say what they wait on: " << report;
