@@ -5,4 +5,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/bootstrap.sh
 scripts/build.sh release >/dev/null
-exec build/release/examples/objects_tour "$@"
+exec build/release/examples/tensor_pipeline "$@"
