@@ -75,9 +75,30 @@ void run_shape(benchmark::State& state, int64_t ops, F&& shape) {
       total * 1e9 / (static_cast<double>(state.iterations()) * static_cast<double>(ops));
 }
 
-#define CHANFLOW_BENCH_WORKERS(fn)                                             \
-  BENCHMARK(fn)->Arg(1)->Arg(2)->Arg(4)->UseManualTime()->Iterations(3)->Unit( \
-      benchmark::kMillisecond)
+// Timed runs per repetition: CHANFLOW_BENCH_ITERS (default 3); scripts/bench.py --quick uses 1.
+int64_t timed_runs() {
+  const char* s = std::getenv("CHANFLOW_BENCH_ITERS");
+  const int64_t n = s != nullptr ? std::atoll(s) : 3;
+  return n < 1 ? 1 : n;
+}
+
+// Shapes run at 1 and 2 workers (the machine's cores); the scaling shapes also at 4 (more workers
+// than cores).
+#define CHANFLOW_BENCH_WORKERS(fn) \
+  BENCHMARK(fn)                    \
+      ->Arg(1)                     \
+      ->Arg(2)                     \
+      ->UseManualTime()            \
+      ->Iterations(timed_runs())   \
+      ->Unit(benchmark::kMillisecond)
+#define CHANFLOW_BENCH_SCALING(fn) \
+  BENCHMARK(fn)                    \
+      ->Arg(1)                     \
+      ->Arg(2)                     \
+      ->Arg(4)                     \
+      ->UseManualTime()            \
+      ->Iterations(timed_runs())   \
+      ->Unit(benchmark::kMillisecond)
 
 // --- channels ----------------------------------------------------------------------------------
 
@@ -101,7 +122,7 @@ void BM_PingPong(benchmark::State& state) {
     return v == n ? secs : -1;
   });
 }
-CHANFLOW_BENCH_WORKERS(BM_PingPong);
+CHANFLOW_BENCH_SCALING(BM_PingPong);
 
 // Buffered chan(128): a producer green thread streams n ints to the measuring green thread.
 void BM_Buffered128(benchmark::State& state) {
@@ -158,9 +179,9 @@ void prod_cons(benchmark::State& state, size_t capacity) {
 void BM_ChanProdCons0(benchmark::State& state) { prod_cons(state, 0); }
 void BM_ChanProdCons10(benchmark::State& state) { prod_cons(state, 10); }
 void BM_ChanProdCons100(benchmark::State& state) { prod_cons(state, 100); }
-CHANFLOW_BENCH_WORKERS(BM_ChanProdCons0);
-CHANFLOW_BENCH_WORKERS(BM_ChanProdCons10);
-CHANFLOW_BENCH_WORKERS(BM_ChanProdCons100);
+CHANFLOW_BENCH_SCALING(BM_ChanProdCons0);
+CHANFLOW_BENCH_SCALING(BM_ChanProdCons10);
+CHANFLOW_BENCH_SCALING(BM_ChanProdCons100);
 
 // Go's BenchmarkChanSem: `workers` green threads each repeatedly send an empty value into a
 // channel of capacity `workers` and take one back out. ns per (send + recv) pair.
@@ -175,7 +196,7 @@ void BM_ChanSem(benchmark::State& state) {
     const auto t = Clock::now();
     wg.add(procs);
     for (int p = 0; p < procs; ++p) {
-      cf::go("sem", [&, sem]() mutable {
+      cf::go("sem", [&, sem, p]() mutable {
         int64_t mine = 0;
         for (int64_t i = p; i < n; i += procs) {
           sem.send(Empty{});

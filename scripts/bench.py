@@ -191,7 +191,8 @@ class Sources:
 
     def src_cf_runtime(self):
         exe = self.chanflow_exe("chanflow_runtime_bench", "runtime layer")
-        env = {"CHANFLOW_BENCH_SCALE": str(self.args.scale)}
+        env = {"CHANFLOW_BENCH_SCALE": str(self.args.scale),
+               "CHANFLOW_BENCH_ITERS": str(self.args.iters)}
         res = self.gbench(exe, filt="-ParkedMemory", env=env)
         for w in (1, 2):
             name = f"BM_ParkedMemory100k/{w}"
@@ -347,13 +348,13 @@ def rows():
                 ("scale", "cf_runtime", f"BM_{b}/{hi}", f"BM_{b}/{lo}"),
                 ("scale", "gotest", f"{b}/{hi}", f"{b}/{lo}"), f"Go -cpu {lo}->{hi}", "x",
                 ("<=", 1.0) if (lo, hi) == (1, 2) else None)
+    add("scaling", "skynet 1M, 2 workers / 1",
+        ("scale", "cf_runtime", "BM_Skynet1M/2", "BM_Skynet1M/1"),
+        ("scale", "go_pair", "2", "skynet1m"), "Go GOMAXPROCS=1->2", "x")
     for w in (2, 4):
         add("scaling", f"unbuffered ping-pong, {w} workers / 1",
             ("scale", "cf_runtime", f"BM_PingPong/{w}", "BM_PingPong/1"),
             ("scale", "go_pair", f"{w}", "pingpong"), f"Go GOMAXPROCS=1->{w}", "x")
-        add("scaling", f"skynet 1M, {w} workers / 1",
-            ("scale", "cf_runtime", f"BM_Skynet1M/{w}", "BM_Skynet1M/1"),
-            ("scale", "go_pair", f"{w}", "skynet1m"), f"Go GOMAXPROCS=1->{w}", "x")
     # Objects (core).
     add("objects", "make_object + release", ("cf_core", "BM_MakeObject"), ("std", "BM_MakeShared"),
         "std::make_shared", "ns", ("<=", 1.0))
@@ -646,8 +647,9 @@ def append_doc(table, meta, png):
         f"- Machine: {meta['machine']['nproc']} CPUs, {meta['machine']['cpu']}, Linux "
         f"{meta['machine']['kernel']}; {meta['machine']['compiler']}",
         f"- Peers: {'; '.join(f'{k}: {v}' for k, v in meta['versions'].items())}",
-        f"- Repetitions per figure: {meta['reps']}" + (f", scale {meta['scale']}" if
-                                                        meta['scale'] != 1 else "")
+        f"- Repetitions per figure: {meta['reps']} (runtime shapes: each repetition = one warm-up"
+        f" + {meta['iters']} timed run(s))" + (f", counts scaled by {meta['scale']}" if
+                                               meta['scale'] != 1 else "")
         + (f"; only area '{meta['only']}'" if meta["only"] else ""),
         f"- Targets: {met} met, {len(not_met)} not met, {na} not measurable yet.",
         "",
@@ -676,6 +678,8 @@ def main():
     ap.add_argument("--quick", action="store_true", help="smoke run: 3 repetitions, 1/5 counts")
     ap.add_argument("--only", choices=AREAS, help="run only one area's rows")
     ap.add_argument("--reps", type=int, help="repetitions per figure (default 5; quick: 3)")
+    ap.add_argument("--iters", type=int,
+                    help="timed runs of each runtime shape per repetition (default 3; quick: 1)")
     ap.add_argument("--no-build", action="store_true", help="use the binaries already built")
     ap.add_argument("--no-doc", action="store_true", help="do not append to docs/benchmarks.md")
     ap.add_argument("--go-all", action="store_true",
@@ -683,6 +687,7 @@ def main():
                          "those in the table")
     args = ap.parse_args()
     args.reps = args.reps or (3 if args.quick else 5)
+    args.iters = args.iters or (1 if args.quick else 3)
     args.scale = 0.2 if args.quick else 1.0
     args.mem_reps = 2 if args.quick else 3
     args.min_time = 0.1 if args.quick else 0.5
@@ -701,6 +706,7 @@ def main():
 
     meta = dict(date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
                 commit=commit(), machine=machine(), versions=sources.versions, reps=args.reps,
+                iters=args.iters,
                 scale=args.scale, quick=args.quick, only=args.only)
     (OUT / "results.json").write_text(json.dumps(dict(meta=meta, rows=table), indent=1))
     png = chart(table, OUT / "results.png")
