@@ -623,13 +623,11 @@ def commit():
 
 DOC_HEADER = """# chanflow benchmarks
 
-Every section below was appended by `python3 scripts/bench.py` (never edited by hand): chanflow's
-Google Benchmark binaries (`bench/`) and the same shapes written for each peer (`bench/peers/`: Go,
-Boost.Fiber, oneTBB flow graph, OpenBLAS, std:: baselines), built and run in one go on the machine
-named in the section. Figures are medians over repetitions; `±` is the spread (max − min) / median.
-Ratios are chanflow / peer in the row's unit; targets come from `design/PERFORMANCE.md` (times:
-`<=`, rates: `>=`). Rows with "(no target)" are context. chanflow at N workers is compared with Go
-at GOMAXPROCS=N. `n/a` says why a number is missing.
+Dated sections below are appended by `python3 scripts/bench.py` and never edited by hand. Figures
+are medians over repetitions; `±` is the spread (max − min) / median; ratios are chanflow / peer in
+the row's unit; targets come from `design/PERFORMANCE.md`.
+
+## Recorded runs
 """
 
 
