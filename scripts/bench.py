@@ -166,10 +166,12 @@ class Sources:
         for b in data["benchmarks"]:
             if b.get("run_type") != "iteration":
                 continue
-            if b.get("error_occurred"):
-                raise RuntimeError(f"{exe.name} {b['name']}: {b.get('error_message')}")
             name = re.sub(r"/(real|manual)_time$", "", b["name"])
             name = re.sub(r"/iterations:\d+", "", name)
+            if b.get("error_occurred"):  # that shape's own check failed: its rows say so
+                log(f"{exe.name} {name}: {b.get('error_message')}")
+                res[name + "!error"] = f"{exe.name} {name}: {b.get('error_message')}"
+                continue
             if "bytes_per_thread" in b:
                 v = b["bytes_per_thread"]
             elif "ns_per_op" in b:
@@ -197,7 +199,11 @@ class Sources:
         for w in (1, 2):
             name = f"BM_ParkedMemory100k/{w}"
             for _ in range(self.args.mem_reps):
-                one = self.gbench(exe, filt=f"^{name}$", env=env, reps=1)
+                # Names carry suffixes (/iterations:1/manual_time): anchor on the argument's '/'.
+                one = self.gbench(exe, filt=f"^{name}/", env=env, reps=1)
+                if name not in one:
+                    res[name + "!error"] = one.get(name + "!error", f"no {name} reported")
+                    break
                 res.setdefault(name, []).extend(one[name])
         return res
 
@@ -436,7 +442,8 @@ def samples(sources, spec, conv):
     if isinstance(data, Unavailable):
         return data
     if spec[1] not in data:
-        return Unavailable(f"{kind} did not report {spec[1]}")
+        err = data.get(spec[1].split("#")[0] + "!error")
+        return Unavailable(err or f"{kind} did not report {spec[1]}")
     return [conv(v) if conv else v for v in data[spec[1]]]
 
 
