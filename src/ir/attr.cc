@@ -136,7 +136,8 @@ bool Attr::as_bool() const {
 std::vector<bool> Attr::as_bools() const {
   if (type() != AttrType::kBooleans || !well_formed()) wrong_type(*this, "BOOLEANS");
   std::vector<bool> out;
-  for (const ObjectRef& e : get()->value.as<ArrayObj>()->data) out.push_back(e.as<BoolObj>()->value);
+  for (const ObjectRef& e : get()->value.as<ArrayObj>()->data)
+    out.push_back(e.as<BoolObj>()->value);
   return out;
 }
 int64_t Attr::as_block() const {

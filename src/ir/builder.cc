@@ -156,12 +156,11 @@ Var ProgramBuilder::declare(VarType type, VarType element, std::string name, int
   auto& block = state_->blocks[static_cast<size_t>(b)];
   if (name.empty()) CHANFLOW_THROW(Error) << "ProgramBuilder: empty variable name";
   if (block.declared.count(name) != 0) {
-    CHANFLOW_THROW(Error) << "ProgramBuilder: variable '" << name << "' is already declared in block "
-                          << b;
+    CHANFLOW_THROW(Error) << "ProgramBuilder: variable '" << name
+                          << "' is already declared in block " << b;
   }
-  VarDesc desc = type == VarType::kChannel
-                     ? VarDesc::channel(name, element, capacity)
-                     : VarDesc::tensor(name, element, std::move(dims));
+  VarDesc desc = type == VarType::kChannel ? VarDesc::channel(name, element, capacity)
+                                           : VarDesc::tensor(name, element, std::move(dims));
   Var v;
   v.owner_ = this;
   v.name_ = name;
@@ -194,8 +193,7 @@ Var ProgramBuilder::make_channel(DType element, int64_t capacity, std::string na
 
 Var ProgramBuilder::make_channel(VarType element, int64_t capacity, std::string name) {
   if (capacity < 0) CHANFLOW_THROW(Error) << "make_channel: negative capacity " << capacity;
-  if (!is_element_type(element) && element != VarType::kLoDTensor &&
-      element != VarType::kChannel) {
+  if (!is_element_type(element) && element != VarType::kLoDTensor && element != VarType::kChannel) {
     CHANFLOW_THROW(TypeError) << "make_channel: a channel cannot carry " << var_type_name(element);
   }
   if (name.empty()) {
@@ -211,8 +209,7 @@ Var ProgramBuilder::make_channel(VarType element, int64_t capacity, std::string 
 
 Var ProgramBuilder::declare_channel(std::string name, VarType element, int64_t capacity) {
   if (capacity < 0) CHANFLOW_THROW(Error) << "declare_channel: negative capacity " << capacity;
-  if (!is_element_type(element) && element != VarType::kLoDTensor &&
-      element != VarType::kChannel) {
+  if (!is_element_type(element) && element != VarType::kLoDTensor && element != VarType::kChannel) {
     CHANFLOW_THROW(TypeError) << "declare_channel: a channel cannot carry "
                               << var_type_name(element);
   }
@@ -238,8 +235,9 @@ void ProgramBuilder::check_var(const Var& v, const char* role) const {
   for (int64_t b = current_block(); b >= 0; b = state_->blocks[static_cast<size_t>(b)].parent) {
     if (b == v.block_) return;
   }
-  CHANFLOW_THROW(Error) << "ProgramBuilder: " << role << " '" << v.name() << "' is declared in block "
-                        << v.block_ << ", which is not visible from block " << current_block();
+  CHANFLOW_THROW(Error) << "ProgramBuilder: " << role << " '" << v.name()
+                        << "' is declared in block " << v.block_
+                        << ", which is not visible from block " << current_block();
 }
 
 void ProgramBuilder::append_op(const std::string& type, const OpDesc::Args& inputs,
@@ -326,11 +324,11 @@ Var ProgramBuilder::assign(Var x, Var out) {
   return out;
 }
 
-#define CHANFLOW_BINARY(name, elem)                                              \
-  Var ProgramBuilder::name(Var x, Var y, Var out) {                              \
-    check_var(x, "input X");                                                     \
-    check_var(y, "input Y");                                                     \
-    return binary_op(#name, x, y, elem, out, {{"axis", Attr::i(-1)}});           \
+#define CHANFLOW_BINARY(name, elem)                                    \
+  Var ProgramBuilder::name(Var x, Var y, Var out) {                    \
+    check_var(x, "input X");                                           \
+    check_var(y, "input Y");                                           \
+    return binary_op(#name, x, y, elem, out, {{"axis", Attr::i(-1)}}); \
   }
 CHANFLOW_BINARY(elementwise_add, promoted(x, y))
 CHANFLOW_BINARY(elementwise_sub, promoted(x, y))
@@ -361,9 +359,9 @@ Var ProgramBuilder::increment(Var x, double step, Var out) {
 }
 Var ProgramBuilder::scale(Var x, double s, double bias, Var out) {
   check_var(x, "input X");
-  return unary_op("scale", x, x.element(), out,
-                  {{"scale", Attr::f(s)}, {"bias", Attr::f(bias)},
-                   {"bias_after_scale", Attr::b(true)}});
+  return unary_op(
+      "scale", x, x.element(), out,
+      {{"scale", Attr::f(s)}, {"bias", Attr::f(bias)}, {"bias_after_scale", Attr::b(true)}});
 }
 Var ProgramBuilder::cast(Var x, DType to, Var out) {
   check_var(x, "input X");
@@ -435,7 +433,7 @@ void check_channel(const Var& ch, const char* op) {
 }
 void check_payload(const Var& ch, const Var& v, const char* op) {
   const VarType e = ch.element();
-  const bool ok = e == VarType::kChannel      ? v.is_channel()
+  const bool ok = e == VarType::kChannel     ? v.is_channel()
                   : e == VarType::kLoDTensor ? !v.is_channel()
                                              : (!v.is_channel() && v.element() == e);
   if (!ok) {
@@ -505,7 +503,8 @@ BlockGuard ProgramBuilder::go() {
 BlockGuard ProgramBuilder::while_loop(Var cond) {
   check_var(cond, "condition");
   if (cond.is_channel() || cond.element() != VarType::kBool) {
-    CHANFLOW_THROW(TypeError) << "while_loop: condition '" << cond.name() << "' must be a BOOL tensor";
+    CHANFLOW_THROW(TypeError) << "while_loop: condition '" << cond.name()
+                              << "' must be a BOOL tensor";
   }
   const int64_t b = open_block();
   state_->guards.push_back({kWhile, cond, -1});

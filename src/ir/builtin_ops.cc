@@ -55,7 +55,8 @@ std::string check_non_negative(const Attr& a) {
 }
 
 std::string check_block_index(const Attr& a) {
-  if (a.as_block() <= 0) return "must name a sub-block (index >= 1), got " + std::to_string(a.as_block());
+  if (a.as_block() <= 0)
+    return "must name a sub-block (index >= 1), got " + std::to_string(a.as_block());
   return {};
 }
 
@@ -67,22 +68,19 @@ std::string check_dims(const Attr& a) {
 }
 
 void binary(OpSchemaRegistry& r, const char* type, const char* doc) {
-  r.add(OpSchema(type)
-            .doc(doc)
-            .input("X")
-            .input("Y")
-            .output("Out")
-            .attr("axis", T::kInt, int_default(-1), "broadcast axis of Y in X (-1: NumPy rules)"));
+  r.add(OpSchema(type).doc(doc).input("X").input("Y").output("Out").attr(
+      "axis", T::kInt, int_default(-1), "broadcast axis of Y in X (-1: NumPy rules)"));
 }
 
 void compare(OpSchemaRegistry& r, const char* type, const char* doc) {
-  r.add(OpSchema(type)
-            .doc(doc)
-            .input("X")
-            .input("Y")
-            .output("Out")
-            .attr("axis", T::kInt, int_default(-1), "broadcast axis of Y in X (-1: NumPy rules)")
-            .attr("force_cpu", T::kBoolean, bool_default(false), "Fluid's placement hint; ignored"));
+  r.add(
+      OpSchema(type)
+          .doc(doc)
+          .input("X")
+          .input("Y")
+          .output("Out")
+          .attr("axis", T::kInt, int_default(-1), "broadcast axis of Y in X (-1: NumPy rules)")
+          .attr("force_cpu", T::kBoolean, bool_default(false), "Fluid's placement hint; ignored"));
 }
 
 void unary(OpSchemaRegistry& r, const char* type, const char* doc) {
@@ -93,14 +91,15 @@ void unary(OpSchemaRegistry& r, const char* type, const char* doc) {
 
 void register_builtin_ops(OpSchemaRegistry& r) {
   // ---- tensors ---------------------------------------------------------------------------
-  r.add(OpSchema("fill_constant")
-            .doc("Out = a tensor of `shape` and element type `dtype` filled with `value`.")
-            .output("Out")
-            .attr("shape", T::kInts, {}, "the tensor's shape", check_dims)
-            .attr("dtype", T::kInt, int_default(static_cast<int64_t>(VarType::kFP32)),
-                  "element VarType", check_element_type)
-            .attr("value", T::kFloat, float_default(0.0), "the fill value")
-            .attr("force_cpu", T::kBoolean, bool_default(false), "Fluid's placement hint; ignored"));
+  r.add(
+      OpSchema("fill_constant")
+          .doc("Out = a tensor of `shape` and element type `dtype` filled with `value`.")
+          .output("Out")
+          .attr("shape", T::kInts, {}, "the tensor's shape", check_dims)
+          .attr("dtype", T::kInt, int_default(static_cast<int64_t>(VarType::kFP32)),
+                "element VarType", check_element_type)
+          .attr("value", T::kFloat, float_default(0.0), "the fill value")
+          .attr("force_cpu", T::kBoolean, bool_default(false), "Fluid's placement hint; ignored"));
   r.add(OpSchema("assign")
             .doc("Out = X. Tensors are values (copy on write); channels are handles (the copy "
                  "refers to the same channel).")
@@ -176,13 +175,14 @@ void register_builtin_ops(OpSchemaRegistry& r) {
             .input("X")
             .output("Out")
             .attr("axis", T::kInts, {}, "the permutation"));
-  r.add(OpSchema("print")
-            .doc("Prints In (with `message`) to standard output; Out, if given, = In")
-            .input("In")
-            .output("Out", /*required=*/false)
-            .attr("message", T::kString, string_default(""))
-            .attr("summarize", T::kInt, int_default(-1), "elements to print (-1: all)")
-            .attr("first_n", T::kInt, int_default(-1), "print only the first n times (-1: always)"));
+  r.add(
+      OpSchema("print")
+          .doc("Prints In (with `message`) to standard output; Out, if given, = In")
+          .input("In")
+          .output("Out", /*required=*/false)
+          .attr("message", T::kString, string_default(""))
+          .attr("summarize", T::kInt, int_default(-1), "elements to print (-1: all)")
+          .attr("first_n", T::kInt, int_default(-1), "print only the first n times (-1: always)"));
 
   // ---- control flow ----------------------------------------------------------------------
   r.add(OpSchema("while")
@@ -210,18 +210,18 @@ void register_builtin_ops(OpSchemaRegistry& r) {
             .input("X", false, true, "variables of enclosing blocks the block uses")
             .attr("sub_block", T::kBlock, {}, "the block run on the green thread",
                   check_block_index));
-  r.add(OpSchema("select")
-            .doc("Waits until one of `cases` can proceed (Go's select), performs its channel "
-                 "operation, writes its index to case_to_execute, then runs sub_block (whose "
-                 "conditional_blocks run the chosen case's body).")
-            .input("X", false, true, "variables of enclosing blocks the cases read")
-            .input("case_to_execute", true, false, "an INT32 tensor written with the case index")
-            .output("Out", false, true, "variables of enclosing blocks the cases write")
-            .attr("sub_block", T::kBlock, {}, "the block holding the case bodies",
-                  check_block_index)
-            .attr("cases", T::kStrings, {},
-                  "one '<index>,<kind>,<channel>,<var>' per case; kind 0 default, 1 send, "
-                  "2 receive"));
+  r.add(
+      OpSchema("select")
+          .doc("Waits until one of `cases` can proceed (Go's select), performs its channel "
+               "operation, writes its index to case_to_execute, then runs sub_block (whose "
+               "conditional_blocks run the chosen case's body).")
+          .input("X", false, true, "variables of enclosing blocks the cases read")
+          .input("case_to_execute", true, false, "an INT32 tensor written with the case index")
+          .output("Out", false, true, "variables of enclosing blocks the cases write")
+          .attr("sub_block", T::kBlock, {}, "the block holding the case bodies", check_block_index)
+          .attr("cases", T::kStrings, {},
+                "one '<index>,<kind>,<channel>,<var>' per case; kind 0 default, 1 send, "
+                "2 receive"));
 
   // ---- CSP ---------------------------------------------------------------------------------
   r.add(OpSchema("channel_create")
@@ -235,8 +235,9 @@ void register_builtin_ops(OpSchemaRegistry& r) {
             .input("Channel")
             .input("X")
             .output("Status", false)
-            .attr("copy", T::kBoolean, bool_default(false), "Fluid's flag; values are always "
-                                                              "copied (tensors are values)"));
+            .attr("copy", T::kBoolean, bool_default(false),
+                  "Fluid's flag; values are always "
+                  "copied (tensors are values)"));
   r.add(OpSchema("channel_recv")
             .doc("Receives from Channel into Out; Status = true, or false (and Out a zero tensor) "
                  "once the channel is closed and drained.")

@@ -141,15 +141,14 @@ bool same_arguments(const ArgumentMap& a, const ArgumentMap& b) {
 }
 }  // namespace
 
-OpDesc OpDesc::make(std::string type, const Args& inputs, const Args& outputs,
-                    const Attrs& attrs) {
+OpDesc OpDesc::make(std::string type, const Args& inputs, const Args& outputs, const Attrs& attrs) {
   AttrMap am;
   for (const auto& [name, value] : attrs) am.set(String(name), value);
-  return make(std::move(type), to_argument_map(inputs), to_argument_map(outputs), am);
+  return from_maps(std::move(type), to_argument_map(inputs), to_argument_map(outputs), am);
 }
 
-OpDesc OpDesc::make(std::string type, ArgumentMap inputs, ArgumentMap outputs, AttrMap attrs,
-                    bool is_target) {
+OpDesc OpDesc::from_maps(std::string type, ArgumentMap inputs, ArgumentMap outputs, AttrMap attrs,
+                         bool is_target) {
   auto n = make_object<OpDescObj>();
   n->type = std::move(type);
   n->inputs = std::move(inputs);
@@ -171,7 +170,7 @@ std::optional<Attr> OpDesc::attr(std::string_view name) const { return get()->at
 OpDesc OpDesc::with_attr(std::string_view name, Attr value) const {
   AttrMap attrs = get()->attrs;
   attrs.set(String(name), std::move(value));
-  return make(get()->type, get()->inputs, get()->outputs, attrs, get()->is_target);
+  return from_maps(get()->type, get()->inputs, get()->outputs, attrs, get()->is_target);
 }
 
 bool OpDesc::equals(const OpDesc& o) const noexcept {

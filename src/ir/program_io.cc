@@ -49,7 +49,8 @@ class FirstErrorCollector final : public google::protobuf::io::ErrorCollector {
 enum class FileFormat { kText, kBinary };
 
 bool ends_with(const std::string& s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 FileFormat format_of(const std::string& path) {

@@ -171,7 +171,7 @@ OpDesc convert_op(const pb::OpDesc& op, const Cursor& c) {
     }
     attrs.set(String(a.name()), value);
   }
-  return OpDesc::make(op.type(), inputs, outputs, attrs, op.is_target());
+  return OpDesc::from_maps(op.type(), inputs, outputs, attrs, op.is_target());
 }
 
 VarDesc convert_var(const pb::VarDesc& v, const Cursor& c) {
@@ -202,8 +202,9 @@ VarDesc convert_var(const pb::VarDesc& v, const Cursor& c) {
     capacity = t.channel().capacity();
   }
   if (t.has_lod_tensor() && t.type() == pb::VarType::CHANNEL) {
-    c.fail(who + " is a CHANNEL but has a 'lod_tensor' description (use 'channel { data_type "
-                 "capacity }')");
+    c.fail(who +
+           " is a CHANNEL but has a 'lod_tensor' description (use 'channel { data_type "
+           "capacity }')");
   }
   return VarDesc::make(v.name(), t.type(), data_type, std::move(dims), lod_level, capacity,
                        v.persistable());
@@ -225,14 +226,14 @@ Program from_proto(const pb::ProgramDesc& desc, std::string_view source,
     if (!b.has_parent_idx()) bc.fail("block without 'parent_idx'");
     Array<VarDesc> vars;
     for (int vi = 0; vi < b.vars_size(); ++vi) {
-      Cursor vc = bc.nested(pb::BlockDesc::descriptor(), "vars", vi,
-                            "vars[" + std::to_string(vi) + "]");
+      Cursor vc =
+          bc.nested(pb::BlockDesc::descriptor(), "vars", vi, "vars[" + std::to_string(vi) + "]");
       vars.push_back(convert_var(b.vars(vi), vc));
     }
     Array<OpDesc> ops;
     for (int oi = 0; oi < b.ops_size(); ++oi) {
-      Cursor oc = bc.nested(pb::BlockDesc::descriptor(), "ops", oi,
-                            "ops[" + std::to_string(oi) + "]");
+      Cursor oc =
+          bc.nested(pb::BlockDesc::descriptor(), "ops", oi, "ops[" + std::to_string(oi) + "]");
       oc.op_ = oi;
       ops.push_back(convert_op(b.ops(oi), oc));
     }
@@ -277,8 +278,8 @@ void fill_arguments(const ArgumentMap& m, google::protobuf::RepeatedPtrField<pb:
   }
 }
 
-void fill_attr(const std::string& name, const Attr& a, pb::OpDesc::Attr* out, int64_t b,
-               int64_t o, const std::string& type) {
+void fill_attr(const std::string& name, const Attr& a, pb::OpDesc::Attr* out, int64_t b, int64_t o,
+               const std::string& type) {
   if (!a.defined() || !is_valid_attr_type(a->type) || !a.well_formed()) {
     unrepresentable(b, o, type, "attribute '" + name + "' is ill-formed");
   }
@@ -287,9 +288,9 @@ void fill_attr(const std::string& name, const Attr& a, pb::OpDesc::Attr* out, in
   switch (a.type()) {
     case AttrType::kInt:
       if (!fits_int32(a.as_int())) {
-        unrepresentable(b, o, type, "INT attribute '" + name + "' = " +
-                                        std::to_string(a.as_int()) +
-                                        " does not fit in int32 (use LONG)");
+        unrepresentable(b, o, type,
+                        "INT attribute '" + name + "' = " + std::to_string(a.as_int()) +
+                            " does not fit in int32 (use LONG)");
       }
       out->set_i(static_cast<int32_t>(a.as_int()));
       break;
@@ -302,8 +303,9 @@ void fill_attr(const std::string& name, const Attr& a, pb::OpDesc::Attr* out, in
     case AttrType::kInts:
       for (int64_t v : a.as_ints()) {
         if (!fits_int32(v)) {
-          unrepresentable(b, o, type, "INTS attribute '" + name + "' holds " + std::to_string(v) +
-                                          ", outside int32");
+          unrepresentable(
+              b, o, type,
+              "INTS attribute '" + name + "' holds " + std::to_string(v) + ", outside int32");
         }
         out->add_ints(static_cast<int32_t>(v));
       }
@@ -369,10 +371,9 @@ pb::ProgramDesc to_proto(const Program& program) {
         ch->set_capacity(v->capacity);
       } else if (v->type == static_cast<int64_t>(VarType::kLoDTensor) ||
                  v->type == static_cast<int64_t>(VarType::kSelectedRows)) {
-        pb::VarType::TensorDesc* td =
-            v->type == static_cast<int64_t>(VarType::kLoDTensor)
-                ? t->mutable_lod_tensor()->mutable_tensor()
-                : t->mutable_selected_rows();
+        pb::VarType::TensorDesc* td = v->type == static_cast<int64_t>(VarType::kLoDTensor)
+                                          ? t->mutable_lod_tensor()->mutable_tensor()
+                                          : t->mutable_selected_rows();
         if (has_elem) td->set_data_type(static_cast<pb::VarType::Type>(v->data_type));
         if (v->dims.defined()) {
           for (const ObjectRef& d : v->dims->data) {

@@ -9,11 +9,17 @@
 namespace chanflow {
 namespace {
 
-constexpr std::array<std::string_view, 22> kNames = {
-    "BOOL",          "INT16",          "INT32",      "INT64",     "FP16",    "FP32",
-    "FP64",          "LOD_TENSOR",     "SELECTED_ROWS", "FEED_MINIBATCH", "FETCH_LIST",
-    "STEP_SCOPES",   "LOD_RANK_TABLE", "LOD_TENSOR_ARRAY", "PLACE_LIST", "READER", "CHANNEL",
-    "RAW",           "TUPLE",          "SIZE_T",     "UINT8",     "INT8"};
+constexpr std::array<std::string_view, 22> kNames = {"BOOL",           "INT16",
+                                                     "INT32",          "INT64",
+                                                     "FP16",           "FP32",
+                                                     "FP64",           "LOD_TENSOR",
+                                                     "SELECTED_ROWS",  "FEED_MINIBATCH",
+                                                     "FETCH_LIST",     "STEP_SCOPES",
+                                                     "LOD_RANK_TABLE", "LOD_TENSOR_ARRAY",
+                                                     "PLACE_LIST",     "READER",
+                                                     "CHANNEL",        "RAW",
+                                                     "TUPLE",          "SIZE_T",
+                                                     "UINT8",          "INT8"};
 
 }  // namespace
 

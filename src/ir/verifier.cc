@@ -43,7 +43,8 @@ class Verifier {
         const ObjectRef& ref = block.ops->data[o];
         const OpDescObj* op = ref.as<OpDescObj>();
         if (op == nullptr) fail_block(static_cast<int>(b), "op " + std::to_string(o) + " is null");
-        OpDesc filled = check_op(static_cast<int>(b), static_cast<int>(o), OpDesc(detail::ObjectUnsafe::ptr(ref)));
+        OpDesc filled = check_op(static_cast<int>(b), static_cast<int>(o),
+                                 OpDesc(detail::ObjectUnsafe::ptr(ref)));
         block_changed |= !filled.same_as(ref);
         ops.push_back(filled);
       }
@@ -89,7 +90,8 @@ class Verifier {
       const int bi = static_cast<int>(i);
       if (b.idx != i) {
         fail_block(bi, "the block at position " + std::to_string(i) + " has idx " +
-                           std::to_string(b.idx) + " (blocks must be listed in idx order 0, 1, 2 ...)");
+                           std::to_string(b.idx) +
+                           " (blocks must be listed in idx order 0, 1, 2 ...)");
       }
       if (i == 0 && b.parent_idx != -1) {
         fail_block(bi, "block 0 is the main block: its parent_idx must be -1, got " +
@@ -99,7 +101,8 @@ class Verifier {
         fail_block(bi, "parent_idx " + std::to_string(b.parent_idx) + " names no block (the " +
                            "program has blocks 0.." + std::to_string(n - 1) + ")");
       }
-      if (i > 0 && b.parent_idx == i) fail_block(bi, "the block is its own parent (parent_idx " + std::to_string(i) + ")");
+      if (i > 0 && b.parent_idx == i)
+        fail_block(bi, "the block is its own parent (parent_idx " + std::to_string(i) + ")");
     }
     // Cycles: following parents from any block must reach block 0 within n steps.
     for (int64_t i = 1; i < n; ++i) {
@@ -109,7 +112,8 @@ class Verifier {
         cur = blocks_[static_cast<size_t>(cur)]->parent_idx;
         chain += " -> " + std::to_string(cur);
         if (cur == i || steps > n) {
-          fail_block(static_cast<int>(i), "the block is its own ancestor (parent chain " + chain + ")");
+          fail_block(static_cast<int>(i),
+                     "the block is its own ancestor (parent chain " + chain + ")");
         }
       }
     }
@@ -132,9 +136,10 @@ class Verifier {
         if (v->type == static_cast<int64_t>(VarType::kLoDTensor)) {
           if (!is_valid_var_type(v->data_type) ||
               !is_element_type(static_cast<VarType>(v->data_type))) {
-            fail_block(b, who + " is a LOD_TENSOR without an element type (declare "
-                                "lod_tensor { tensor { data_type: FP32 } } or another element "
-                                "type)");
+            fail_block(b, who +
+                              " is a LOD_TENSOR without an element type (declare "
+                              "lod_tensor { tensor { data_type: FP32 } } or another element "
+                              "type)");
           }
         } else if (v->type == static_cast<int64_t>(VarType::kChannel)) {
           const bool ok = v->data_type == static_cast<int64_t>(VarType::kLoDTensor) ||
@@ -142,9 +147,10 @@ class Verifier {
                           (is_valid_var_type(v->data_type) &&
                            is_element_type(static_cast<VarType>(v->data_type)));
           if (!ok) {
-            fail_block(b, who + " is a CHANNEL without a valid element type (channel { "
-                                "data_type: FP64 capacity: 0 }; data_type is an element type, "
-                                "LOD_TENSOR or CHANNEL)");
+            fail_block(b, who +
+                              " is a CHANNEL without a valid element type (channel { "
+                              "data_type: FP64 capacity: 0 }; data_type is an element type, "
+                              "LOD_TENSOR or CHANNEL)");
           }
           if (v->capacity < 0) {
             fail_block(b, who + " has a negative capacity " + std::to_string(v->capacity));
@@ -314,8 +320,8 @@ class Verifier {
   void check_sub_block(const std::string& attr, int64_t s) {
     const int64_t n = static_cast<int64_t>(blocks_.size());
     if (s <= 0 || s >= n) {
-      fail("attribute '" + attr + "' names block " + std::to_string(s) + ", but sub-blocks are 1.." +
-           std::to_string(n - 1));
+      fail("attribute '" + attr + "' names block " + std::to_string(s) +
+           ", but sub-blocks are 1.." + std::to_string(n - 1));
     }
     const int64_t parent = blocks_[static_cast<size_t>(s)]->parent_idx;
     if (parent != cur_block_) {
@@ -434,8 +440,8 @@ class Verifier {
       }
       const VarDescObj& ch = channel_var(sc.channel, role + " channel");
       const VarDescObj& v = resolve(sc.var, role + " variable");
-      check_element(ch, v, role + (sc.kind == SelectCaseKind::kSend ? " (send) value"
-                                                                     : " (receive) target"));
+      check_element(
+          ch, v, role + (sc.kind == SelectCaseKind::kSend ? " (send) value" : " (receive) target"));
     }
   }
 

@@ -64,8 +64,9 @@ TEST(SelectCaseAttr, ParseAndFormat) {
   EXPECT_EQ(c.var, "v");
   EXPECT_EQ(cf::format_select_case(c), "1,2,quit,v");
   EXPECT_EQ(cf::parse_select_case("0,0,,").kind, cf::SelectCaseKind::kDefault);
-  for (const char* bad : {"", "0,1,ch", "0,1,ch,v,extra", "x,1,ch,v", "-1,1,ch,v", "0,3,ch,v",
-                          "0,1,,v", "0,2,ch,", "0,0,ch,", "0, 1,ch,v", "99999999999999999999,1,c,v"}) {
+  for (const char* bad :
+       {"", "0,1,ch", "0,1,ch,v,extra", "x,1,ch,v", "-1,1,ch,v", "0,3,ch,v", "0,1,,v", "0,2,ch,",
+        "0,0,ch,", "0, 1,ch,v", "99999999999999999999,1,c,v"}) {
     SCOPED_TRACE(bad);
     EXPECT_THROW(cf::parse_select_case(bad), cf::ProgramError);
   }

@@ -16,7 +16,8 @@ namespace {
 
 std::map<std::string, std::string> binary_expectations() {
   std::map<std::string, std::string> out;
-  std::istringstream in(read_file(std::string(CHANFLOW_MALFORMED_DIR) + "/binary_expectations.txt"));
+  std::istringstream in(
+      read_file(std::string(CHANFLOW_MALFORMED_DIR) + "/binary_expectations.txt"));
   std::string line;
   while (std::getline(in, line)) {
     if (line.empty() || line[0] == '#') continue;
@@ -64,8 +65,8 @@ TEST(MalformedCorpus, EveryFileIsRejectedWithItsMessage) {
       ADD_FAILURE() << "accepted";
     } catch (const cf::ProgramError& e) {
       const std::string msg = e.what();
-      EXPECT_NE(msg.find(expected), std::string::npos) << "message: " << msg
-                                                       << "\nexpected: " << expected;
+      EXPECT_NE(msg.find(expected), std::string::npos)
+          << "message: " << msg << "\nexpected: " << expected;
       // Load errors start with the file name; verifier errors with the position.
       EXPECT_TRUE(msg.rfind(path, 0) == 0 || msg.rfind("block ", 0) == 0) << msg;
     } catch (const std::exception& e) {

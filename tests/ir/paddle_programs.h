@@ -13,9 +13,10 @@
 namespace chanflow::testing_programs {
 
 struct PaddleCase {
-  std::string name;      // examples/programs/<name>.pbtxt
-  double expected;       // the value of "result" after a run
+  std::string name;  // examples/programs/<name>.pbtxt
+  double expected;   // the value of "result" after a run
   std::function<Program()> build;
+  std::string about;  // the header comment of the example file
 };
 
 // go op: a capacity-10 channel; a go block sends INT64 [99]; main receives it and closes -> 99.
@@ -51,7 +52,8 @@ inline Program simple_routine() {
 inline Program daisy_chain(int n = 100) {
   ProgramBuilder b;
   std::vector<Var> ch;
-  for (int i = 0; i <= n; ++i) ch.push_back(b.make_channel(DType::kInt64, 0, "ch_" + std::to_string(i)));
+  for (int i = 0; i <= n; ++i)
+    ch.push_back(b.make_channel(DType::kInt64, 0, "ch_" + std::to_string(i)));
   for (int i = 0; i < n; ++i) {
     auto g = b.go();
     auto [v, ok] = b.channel_recv(ch[static_cast<size_t>(i) + 1]);
@@ -109,9 +111,7 @@ inline Program select_free_slot() {
       auto c = sel.case_send(ch, x);
       b.fill_constant({1}, DType::kBool, 1, sent);
     }
-    {
-      auto d = sel.case_default();
-    }
+    { auto d = sel.case_default(); }
   }
   Var result = b.var("result", DType::kFloat64, {1});
   b.channel_recv(ch, result);
@@ -165,7 +165,8 @@ inline Program ping_pong() {
   ProgramBuilder b;
   Var pings = b.make_channel(DType::kFloat64, 1, "pings");
   Var pongs = b.make_channel(DType::kFloat64, 1, "pongs");
-  b.channel_send(pings, b.fill_constant({1}, DType::kFloat64, 9, b.var("msg", DType::kFloat64, {1})));
+  b.channel_send(pings,
+                 b.fill_constant({1}, DType::kFloat64, 9, b.var("msg", DType::kFloat64, {1})));
   auto [m, ok] = b.channel_recv(pings);
   b.channel_send(pongs, m);
   Var result = b.var("result", DType::kFloat64, {1});
@@ -177,13 +178,31 @@ inline Program ping_pong() {
 
 inline std::vector<PaddleCase> paddle_cases() {
   return {
-      {"go_op", 99, [] { return go_op(); }},
-      {"simple_routine", 1234, [] { return simple_routine(); }},
-      {"daisy_chain", 101, [] { return daisy_chain(100); }},
-      {"daisy_chain_while", 10001, [] { return daisy_chain_while(10000); }},
-      {"select_free_slot", 10, [] { return select_free_slot(); }},
-      {"fibonacci", 34, [] { return fibonacci(); }},
-      {"ping_pong", 9, [] { return ping_pong(); }},
+      {"go_op", 99, [] { return go_op(); },
+       "Paddle CSP 'go op': a capacity-10 INT64 channel; a go block sends [99]; block 0 receives\n"
+       "it into \"result\" and closes the channel. Fetch \"result\" -> [99]."},
+      {"simple_routine", 1234, [] { return simple_routine(); },
+       "Paddle CSP 'simple routine': an unbuffered FP64 channel; a go block sends\n"
+       "fill_constant(1234). Fetch \"result\" -> [1234]."},
+      {"daisy_chain", 101, [] { return daisy_chain(100); },
+       "Paddle CSP 'daisy chain' (Go's whispers): 100 go blocks, block i receives from ch_{i+1}\n"
+       "and sends the value + 1 on ch_i; 1 is fed into ch_100. Fetch \"result\" -> [101]."},
+      {"daisy_chain_while", 10001, [] { return daisy_chain_while(10000); },
+       "Paddle CSP 'daisy chain with While': the chain of 10,000 go blocks built by a while loop.\n"
+       "Each iteration creates channel `right`, starts a go block that whispers from `right`\n"
+       "to `left` (the go op binds this iteration's left and right: closures), then assigns\n"
+       "left = right. Fetch \"result\" -> [10001]."},
+      {"select_free_slot", 10, [] { return select_free_slot(); },
+       "Paddle CSP 'select with a free slot': a capacity-1 FP64 channel; select { send 10.0\n"
+       "(sets \"sent\"); default }; then receive. Fetch \"result\" -> [10], \"sent\" -> [true]."},
+      {"fibonacci", 34, [] { return fibonacci(); },
+       "Paddle CSP 'fibonacci' (Go tour): a go block receives 10 values from ch and sends the\n"
+       "last on quit; block 0 loops select { ch <- x: x, y = y, x + y; <-quit into result: stop "
+       "}.\n"
+       "Fetch \"result\" -> [34]."},
+      {"ping_pong", 9, [] { return ping_pong(); },
+       "Paddle CSP 'ping-pong' (Go by example): pings and pongs of capacity 1; 9.0 goes through\n"
+       "pings, then pongs. Fetch \"result\" -> [9]."},
   };
 }
 

@@ -48,18 +48,17 @@ TEST(ProgramRoundTrip, JsonOfANonProgramIsRejected) {
 }
 
 TEST(ProgramRoundTrip, EveryAttributeTypeAndVarKind) {
-  cf::OpDesc op = cf::OpDesc::make(
-      "custom", {{"X", {"a", "b"}}}, {{"Out", {"c"}}},
-      {{"i", cf::Attr::i(-7)},
-       {"f", cf::Attr::f(0.1)},
-       {"s", cf::Attr::s("hello, world")},
-       {"ints", cf::Attr::ints({1, -2, 3})},
-       {"floats", cf::Attr::floats({0.5, -1.25})},
-       {"strings", cf::Attr::strings({"a", "", "c"})},
-       {"b", cf::Attr::b(true)},
-       {"bools", cf::Attr::bools({true, false})},
-       {"block", cf::Attr::block(0)},
-       {"l", cf::Attr::l(int64_t{1} << 40)}});
+  cf::OpDesc op = cf::OpDesc::make("custom", {{"X", {"a", "b"}}}, {{"Out", {"c"}}},
+                                   {{"i", cf::Attr::i(-7)},
+                                    {"f", cf::Attr::f(0.1)},
+                                    {"s", cf::Attr::s("hello, world")},
+                                    {"ints", cf::Attr::ints({1, -2, 3})},
+                                    {"floats", cf::Attr::floats({0.5, -1.25})},
+                                    {"strings", cf::Attr::strings({"a", "", "c"})},
+                                    {"b", cf::Attr::b(true)},
+                                    {"bools", cf::Attr::bools({true, false})},
+                                    {"block", cf::Attr::block(0)},
+                                    {"l", cf::Attr::l(int64_t{1} << 40)}});
   cf::Array<cf::VarDesc> vars{
       cf::VarDesc::tensor("a", cf::VarType::kFP16, {2, -1}, true),
       cf::VarDesc::tensor("b", cf::VarType::kInt8),

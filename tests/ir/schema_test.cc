@@ -10,13 +10,43 @@ namespace cf = chanflow;
 
 TEST(OpSchema, EveryIssueOpIsRegistered) {
   const auto& reg = cf::OpSchemaRegistry::global();
-  for (const char* type :
-       {"fill_constant", "assign", "elementwise_add", "elementwise_sub", "elementwise_mul",
-        "elementwise_div", "elementwise_max", "elementwise_min", "equal", "not_equal", "less_than",
-        "less_equal", "greater_than", "logical_and", "logical_or", "logical_not", "increment",
-        "scale", "cast", "matmul", "relu", "sigmoid", "tanh", "softmax", "reduce_sum",
-        "reduce_mean", "reshape", "transpose", "print", "while", "conditional_block", "go",
-        "select", "channel_create", "channel_send", "channel_recv", "channel_close"}) {
+  for (const char* type : {"fill_constant",
+                           "assign",
+                           "elementwise_add",
+                           "elementwise_sub",
+                           "elementwise_mul",
+                           "elementwise_div",
+                           "elementwise_max",
+                           "elementwise_min",
+                           "equal",
+                           "not_equal",
+                           "less_than",
+                           "less_equal",
+                           "greater_than",
+                           "logical_and",
+                           "logical_or",
+                           "logical_not",
+                           "increment",
+                           "scale",
+                           "cast",
+                           "matmul",
+                           "relu",
+                           "sigmoid",
+                           "tanh",
+                           "softmax",
+                           "reduce_sum",
+                           "reduce_mean",
+                           "reshape",
+                           "transpose",
+                           "print",
+                           "while",
+                           "conditional_block",
+                           "go",
+                           "select",
+                           "channel_create",
+                           "channel_send",
+                           "channel_recv",
+                           "channel_close"}) {
     EXPECT_NE(reg.find(type), nullptr) << type;
   }
   EXPECT_EQ(reg.find("no_such_op"), nullptr);
@@ -43,7 +73,7 @@ TEST(OpSchema, FluidParameterNames) {
   EXPECT_EQ(w->attr("sub_block")->type, cf::AttrType::kBlock);
   const cf::OpSchema* fill = reg.find("fill_constant");
   EXPECT_TRUE(fill->attr("shape")->required());
-  EXPECT_EQ(fill->attr("dtype")->make_default().as_int(), 5);  // FP32
+  EXPECT_EQ(fill->attr("dtype")->make_default().as_int(), 5);            // FP32
   EXPECT_EQ(fill->attr("dtype")->check(cf::Attr::i(7)).empty(), false);  // LOD_TENSOR: no
   EXPECT_EQ(fill->attr("dtype")->check(cf::Attr::i(3)), "");
   EXPECT_EQ(reg.find("conditional_block")->input("X")->duplicable, true);
@@ -59,9 +89,9 @@ TEST(OpSchemaRegistry, AddRules) {
   EXPECT_THROW(reg->add(cf::OpSchema("my_op")), cf::Error);
   EXPECT_THROW(reg->add(cf::OpSchema("")), cf::Error);
   EXPECT_THROW(reg->add(cf::OpSchema("dup").input("X").input("X")), cf::Error);
-  EXPECT_THROW(reg->add(cf::OpSchema("dup2").attr("a", cf::AttrType::kInt).attr("a",
-                                                                               cf::AttrType::kInt)),
-               cf::Error);
+  EXPECT_THROW(
+      reg->add(cf::OpSchema("dup2").attr("a", cf::AttrType::kInt).attr("a", cf::AttrType::kInt)),
+      cf::Error);
   // The global registry is untouched.
   EXPECT_EQ(cf::OpSchemaRegistry::global().find("my_op"), nullptr);
 }

@@ -10,8 +10,8 @@ using cf::ir_test::expect_program_error;
 namespace {
 
 std::string tvar(const std::string& name, const std::string& dt) {
-  return "vars { name: \"" + name + "\" type { type: LOD_TENSOR lod_tensor { tensor { data_type: " +
-         dt + " } } } }\n";
+  return "vars { name: \"" + name +
+         "\" type { type: LOD_TENSOR lod_tensor { tensor { data_type: " + dt + " } } } }\n";
 }
 std::string cvar(const std::string& name, const std::string& dt, int cap) {
   return "vars { name: \"" + name + "\" type { type: CHANNEL channel { data_type: " + dt +
@@ -61,16 +61,17 @@ void expect_error(const std::string& text, int block, int op, const std::string&
   EXPECT_EQ(e.op_type(), type) << msg;
   EXPECT_NE(msg.find(what), std::string::npos) << "message: " << msg << "\nexpected: " << what;
   if (op >= 0) {
-    const std::string pos = "block " + std::to_string(block) + ", op " + std::to_string(op) +
-                            " ('" + type + "')";
+    const std::string pos =
+        "block " + std::to_string(block) + ", op " + std::to_string(op) + " ('" + type + "')";
     EXPECT_EQ(msg.rfind(pos, 0), 0u) << msg;
   }
 }
 
 // A valid go program: the base most tests break.
 std::string good_go() {
-  return blk(0, -1, cvar("ch", "INT64", 0) + tvar("r", "INT64") + tvar("ok", "BOOL") +
-                        create("ch", 3, 0) + go(1, "ch") + recv("ch", "r", "ok")) +
+  return blk(0, -1,
+             cvar("ch", "INT64", 0) + tvar("r", "INT64") + tvar("ok", "BOOL") + create("ch", 3, 0) +
+                 go(1, "ch") + recv("ch", "r", "ok")) +
          blk(1, 0, tvar("v", "INT64") + fill("v", 3, 99) + send("ch", "v"));
 }
 
@@ -94,29 +95,34 @@ TEST(Verifier, UnknownOpType) {
 }
 
 TEST(Verifier, MissingRequiredInputOutputAndAttr) {
-  expect_error(blk(0, -1, tvar("x", "FP32") +
-                              "ops { outputs { parameter: \"Out\" arguments: \"x\" } type: "
+  expect_error(
+      blk(0, -1,
+          tvar("x", "FP32") + "ops { outputs { parameter: \"Out\" arguments: \"x\" } type: "
                               "\"assign\" }"),
-               0, 0, "assign", "missing required input 'X'");
-  expect_error(blk(0, -1, cvar("ch", "FP32", 0) +
-                              "ops { type: \"channel_create\" attrs { name: \"data_type\" type: "
-                              "INT i: 5 } }"),
+      0, 0, "assign", "missing required input 'X'");
+  expect_error(blk(0, -1,
+                   cvar("ch", "FP32", 0) +
+                       "ops { type: \"channel_create\" attrs { name: \"data_type\" type: "
+                       "INT i: 5 } }"),
                0, 0, "channel_create", "missing required output 'Out'");
-  expect_error(blk(0, -1, tvar("x", "FP32") +
-                              "ops { outputs { parameter: \"Out\" arguments: \"x\" } type: "
+  expect_error(
+      blk(0, -1,
+          tvar("x", "FP32") + "ops { outputs { parameter: \"Out\" arguments: \"x\" } type: "
                               "\"fill_constant\" }"),
-               0, 0, "fill_constant", "missing required attribute 'shape' (INTS)");
+      0, 0, "fill_constant", "missing required attribute 'shape' (INTS)");
 }
 
 TEST(Verifier, WrongAttrTypeAndUnknownAttr) {
-  expect_error(blk(0, -1, tvar("x", "FP32") +
-                              "ops { outputs { parameter: \"Out\" arguments: \"x\" } type: "
+  expect_error(
+      blk(0, -1,
+          tvar("x", "FP32") + "ops { outputs { parameter: \"Out\" arguments: \"x\" } type: "
                               "\"fill_constant\" attrs { name: \"shape\" type: INT i: 1 } }"),
-               0, 0, "fill_constant", "attribute 'shape' must be INTS, got INT");
-  expect_error(blk(0, -1, tvar("x", "FP32") + fill("x", 5) +
-                              "ops { inputs { parameter: \"X\" arguments: \"x\" } outputs { "
-                              "parameter: \"Out\" arguments: \"x\" } type: \"relu\" attrs { name: "
-                              "\"alpha\" type: FLOAT f: 1 } }"),
+      0, 0, "fill_constant", "attribute 'shape' must be INTS, got INT");
+  expect_error(blk(0, -1,
+                   tvar("x", "FP32") + fill("x", 5) +
+                       "ops { inputs { parameter: \"X\" arguments: \"x\" } outputs { "
+                       "parameter: \"Out\" arguments: \"x\" } type: \"relu\" attrs { name: "
+                       "\"alpha\" type: FLOAT f: 1 } }"),
                0, 1, "relu", "unknown attribute 'alpha'");
 }
 
@@ -128,13 +134,15 @@ TEST(Verifier, AttrCheckFails) {
 }
 
 TEST(Verifier, UnknownParameterAndDuplicableRule) {
-  expect_error(blk(0, -1, tvar("x", "FP32") + fill("x", 5) +
-                              "ops { inputs { parameter: \"Input\" arguments: \"x\" } outputs { "
-                              "parameter: \"Out\" arguments: \"x\" } type: \"relu\" }"),
+  expect_error(blk(0, -1,
+                   tvar("x", "FP32") + fill("x", 5) +
+                       "ops { inputs { parameter: \"Input\" arguments: \"x\" } outputs { "
+                       "parameter: \"Out\" arguments: \"x\" } type: \"relu\" }"),
                0, 1, "relu", "unknown input parameter 'Input' (the op takes X)");
-  expect_error(blk(0, -1, tvar("x", "FP32") + tvar("y", "FP32") + fill("x", 5) +
-                              "ops { inputs { parameter: \"X\" arguments: \"x\" arguments: \"y\" "
-                              "} outputs { parameter: \"Out\" arguments: \"x\" } type: \"relu\" }"),
+  expect_error(blk(0, -1,
+                   tvar("x", "FP32") + tvar("y", "FP32") + fill("x", 5) +
+                       "ops { inputs { parameter: \"X\" arguments: \"x\" arguments: \"y\" "
+                       "} outputs { parameter: \"Out\" arguments: \"x\" } type: \"relu\" }"),
                0, 1, "relu", "input 'X' binds 2 variables, but takes one");
 }
 
@@ -175,37 +183,43 @@ TEST(Verifier, BlockStructure) {
                "variable 'x' is declared twice in the block");
   expect_error(blk(0, -1, "vars { name: \"t\" type { type: LOD_TENSOR } }"), 0, -1, "",
                "variable 't' is a LOD_TENSOR without an element type");
-  expect_error(blk(0, -1, "vars { name: \"c\" type { type: CHANNEL channel { data_type: "
-                          "READER capacity: 0 } } }"),
+  expect_error(blk(0, -1,
+                   "vars { name: \"c\" type { type: CHANNEL channel { data_type: "
+                   "READER capacity: 0 } } }"),
                0, -1, "", "variable 'c' is a CHANNEL without a valid element type");
   expect_error(blk(0, -1, cvar("c", "FP32", -2)), 0, -1, "", "negative capacity -2");
 }
 
 TEST(Verifier, ChannelOpsNeedChannels) {
-  expect_error(blk(0, -1, tvar("notch", "FP32") + tvar("r", "FP32") + tvar("ok", "BOOL") +
-                              recv("notch", "r", "ok")),
+  expect_error(blk(0, -1,
+                   tvar("notch", "FP32") + tvar("r", "FP32") + tvar("ok", "BOOL") +
+                       recv("notch", "r", "ok")),
                0, 0, "channel_recv",
                "input 'Channel' is variable 'notch' of type LOD_TENSOR FP32, but it must be a "
                "CHANNEL variable");
-  expect_error(blk(0, -1, tvar("notch", "FP32") +
-                              "ops { inputs { parameter: \"Channel\" arguments: \"notch\" } type: "
-                              "\"channel_close\" }"),
+  expect_error(blk(0, -1,
+                   tvar("notch", "FP32") +
+                       "ops { inputs { parameter: \"Channel\" arguments: \"notch\" } type: "
+                       "\"channel_close\" }"),
                0, 0, "channel_close", "must be a CHANNEL variable");
   expect_error(blk(0, -1, tvar("notch", "FP32") + create("notch", 5, 0)), 0, 0, "channel_create",
                "output 'Out' is variable 'notch' of type LOD_TENSOR FP32");
 }
 
 TEST(Verifier, TypeMismatchOnSendAndRecv) {
-  expect_error(blk(0, -1, cvar("ch", "FP64", 0) + tvar("v", "FP32") + create("ch", 6, 0) +
-                              fill("v", 5) + send("ch", "v")),
+  expect_error(blk(0, -1,
+                   cvar("ch", "FP64", 0) + tvar("v", "FP32") + create("ch", 6, 0) + fill("v", 5) +
+                       send("ch", "v")),
                0, 2, "channel_send",
                "input 'X' is variable 'v' (LOD_TENSOR FP32), but channel 'ch' carries FP64 "
                "tensors (type mismatch)");
-  expect_error(blk(0, -1, cvar("ch", "FP64", 0) + tvar("v", "INT32") + tvar("ok", "BOOL") +
-                              create("ch", 6, 0) + recv("ch", "v", "ok")),
+  expect_error(blk(0, -1,
+                   cvar("ch", "FP64", 0) + tvar("v", "INT32") + tvar("ok", "BOOL") +
+                       create("ch", 6, 0) + recv("ch", "v", "ok")),
                0, 1, "channel_recv", "output 'Out' is variable 'v' (LOD_TENSOR INT32)");
-  expect_error(blk(0, -1, cvar("ch", "FP64", 0) + tvar("v", "FP64") + tvar("ok", "INT32") +
-                              create("ch", 6, 0) + recv("ch", "v", "ok")),
+  expect_error(blk(0, -1,
+                   cvar("ch", "FP64", 0) + tvar("v", "FP64") + tvar("ok", "INT32") +
+                       create("ch", 6, 0) + recv("ch", "v", "ok")),
                0, 1, "channel_recv", "output 'Status' is variable 'ok' (LOD_TENSOR INT32)");
   // channel_create's attributes must match the declaration.
   expect_error(blk(0, -1, cvar("ch", "FP64", 0) + create("ch", 5, 0)), 0, 0, "channel_create",
@@ -217,19 +231,20 @@ TEST(Verifier, TypeMismatchOnSendAndRecv) {
 
 namespace {
 std::string select_prog(const std::string& cases, const std::string& case_var_type = "INT32") {
-  return blk(0, -1, cvar("ch", "FP64", 1) + tvar("x", "FP64") + tvar("k", case_var_type) +
-                        tvar("notch", "FP64") + create("ch", 6, 1) + fill("x", 6, 10) +
-                        "ops { inputs { parameter: \"case_to_execute\" arguments: \"k\" } type: "
-                        "\"select\" attrs { name: \"sub_block\" type: BLOCK block_idx: 1 } "
-                        "attrs { name: \"cases\" type: STRINGS " +
-                        cases + " } }\n") +
+  return blk(0, -1,
+             cvar("ch", "FP64", 1) + tvar("x", "FP64") + tvar("k", case_var_type) +
+                 tvar("notch", "FP64") + create("ch", 6, 1) + fill("x", 6, 10) +
+                 "ops { inputs { parameter: \"case_to_execute\" arguments: \"k\" } type: "
+                 "\"select\" attrs { name: \"sub_block\" type: BLOCK block_idx: 1 } "
+                 "attrs { name: \"cases\" type: STRINGS " +
+                 cases + " } }\n") +
          blk(1, 0, "");
 }
 }  // namespace
 
 TEST(Verifier, SelectCases) {
-  EXPECT_NO_THROW(cf::verify(
-      cf::Program::from_text(select_prog("strings: \"0,1,ch,x\" strings: \"1,0,,\""))));
+  EXPECT_NO_THROW(
+      cf::verify(cf::Program::from_text(select_prog("strings: \"0,1,ch,x\" strings: \"1,0,,\""))));
   expect_error(select_prog("strings: \"0,1,ch\""), 0, 2, "select",
                "case 0: select case \"0,1,ch\": has 3 comma-separated field(s), not 4");
   expect_error(select_prog("strings: \"0,0,,\" strings: \"1,0,,\""), 0, 2, "select",
@@ -248,35 +263,39 @@ TEST(Verifier, SelectCases) {
   expect_error(select_prog("strings: \"0,1,ch,x\"", "FP32"), 0, 2, "select",
                "input 'case_to_execute' is variable 'k' (LOD_TENSOR FP32), but it must be an "
                "INT32 or INT64 tensor");
-  expect_error(blk(0, -1, tvar("k", "INT32") +
-                              "ops { inputs { parameter: \"case_to_execute\" arguments: \"k\" } "
-                              "type: \"select\" attrs { name: \"sub_block\" type: BLOCK "
-                              "block_idx: 1 } attrs { name: \"cases\" type: STRINGS } }") +
-                   blk(1, 0, ""),
-               0, 0, "select", "attribute 'cases' is empty");
+  expect_error(
+      blk(0, -1,
+          tvar("k", "INT32") + "ops { inputs { parameter: \"case_to_execute\" arguments: \"k\" } "
+                               "type: \"select\" attrs { name: \"sub_block\" type: BLOCK "
+                               "block_idx: 1 } attrs { name: \"cases\" type: STRINGS } }") +
+          blk(1, 0, ""),
+      0, 0, "select", "attribute 'cases' is empty");
 }
 
 TEST(Verifier, ControlFlowConditions) {
-  expect_error(blk(0, -1, tvar("c", "INT32") + fill("c", 2, 1) +
-                              "ops { inputs { parameter: \"Condition\" arguments: \"c\" } type: "
-                              "\"while\" attrs { name: \"sub_block\" type: BLOCK block_idx: 1 } "
-                              "}") +
+  expect_error(blk(0, -1,
+                   tvar("c", "INT32") + fill("c", 2, 1) +
+                       "ops { inputs { parameter: \"Condition\" arguments: \"c\" } type: "
+                       "\"while\" attrs { name: \"sub_block\" type: BLOCK block_idx: 1 } "
+                       "}") +
                    blk(1, 0, ""),
                0, 1, "while",
                "input 'Condition' is variable 'c' (LOD_TENSOR INT32), but it must be a BOOL "
                "tensor");
-  expect_error(blk(0, -1, tvar("c", "FP32") +
-                              "ops { inputs { parameter: \"X\" arguments: \"c\" } type: "
+  expect_error(
+      blk(0, -1,
+          tvar("c", "FP32") + "ops { inputs { parameter: \"X\" arguments: \"c\" } type: "
                               "\"conditional_block\" attrs { name: \"sub_block\" type: BLOCK "
                               "block_idx: 1 } attrs { name: \"is_scalar_condition\" type: BOOLEAN "
                               "b: true } }") +
-                   blk(1, 0, ""),
-               0, 0, "conditional_block", "a scalar condition must be a BOOL tensor");
+          blk(1, 0, ""),
+      0, 0, "conditional_block", "a scalar condition must be a BOOL tensor");
   expect_error(blk(0, -1, tvar("x", "FP32") + fill("x", 3)), 0, 0, "fill_constant",
                "output 'Out' is variable 'x' (LOD_TENSOR FP32), but the op fills INT64");
-  expect_error(blk(0, -1, cvar("ch", "FP32", 0) + tvar("x", "FP32") + create("ch", 5, 0) +
-                              "ops { inputs { parameter: \"X\" arguments: \"ch\" } outputs { "
-                              "parameter: \"Out\" arguments: \"x\" } type: \"assign\" }"),
+  expect_error(blk(0, -1,
+                   cvar("ch", "FP32", 0) + tvar("x", "FP32") + create("ch", 5, 0) +
+                       "ops { inputs { parameter: \"X\" arguments: \"ch\" } outputs { "
+                       "parameter: \"Out\" arguments: \"x\" } type: \"assign\" }"),
                0, 1, "assign", "channels and tensors do not mix");
 }
 
@@ -290,8 +309,8 @@ TEST(Verifier, IllTypedProgramsFromJsonDoNotCrash) {
   attrs.set(cf::String("sub_block"),
             cf::Attr(cf::make_object<cf::AttrObj>(int64_t{8}, cf::String("1"))));
   cf::Program q = cf::Program::make(
-      {cf::Block::make(0, -1, {}, {cf::OpDesc::from_maps("go", cf::ArgumentMap(), cf::ArgumentMap(),
-                                                         attrs)}),
+      {cf::Block::make(0, -1, {},
+                       {cf::OpDesc::from_maps("go", cf::ArgumentMap(), cf::ArgumentMap(), attrs)}),
        cf::Block::make(1, 0, {}, {})});
   cf::ProgramError e = expect_program_error([&] { cf::verify(q); });
   EXPECT_NE(std::string(e.what()).find("ill-formed"), std::string::npos) << e.what();

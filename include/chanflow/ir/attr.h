@@ -51,7 +51,8 @@ CHANFLOW_API std::string_view attr_type_name(AttrType t) noexcept;
 class CHANFLOW_API AttrObj : public Object {
  public:
   AttrObj() = default;
-  AttrObj(int64_t attr_type, ObjectRef attr_value) : type(attr_type), value(std::move(attr_value)) {}
+  AttrObj(int64_t attr_type, ObjectRef attr_value)
+      : type(attr_type), value(std::move(attr_value)) {}
 
   int64_t type = 0;
   ObjectRef value;

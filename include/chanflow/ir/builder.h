@@ -51,7 +51,7 @@ class CHANFLOW_API Var {
   Var() = default;
   bool valid() const noexcept { return owner_ != nullptr; }
   const std::string& name() const noexcept { return name_; }
-  VarType type() const noexcept { return type_; }      // kLoDTensor or kChannel
+  VarType type() const noexcept { return type_; }  // kLoDTensor or kChannel
   bool is_channel() const noexcept { return type_ == VarType::kChannel; }
   // Tensors: the element type. Channels: what the channel carries (element VarType,
   // kLoDTensor for any tensor, kChannel for channels).
@@ -131,6 +131,9 @@ class CHANFLOW_API ProgramBuilder {
   Var make_channel(DType element, int64_t capacity = 0, std::string name = {});
   // A channel of any tensor (element LOD_TENSOR) or of channels (element CHANNEL).
   Var make_channel(VarType element, int64_t capacity = 0, std::string name = {});
+  // Declares a channel variable without creating a channel (it holds the nil channel until an
+  // assign or channel_create writes it): for variables that are rebound, like `left` in a chain.
+  Var declare_channel(std::string name, VarType element, int64_t capacity = 0);
   // The builder's variable visible from the current block by that name; throws Error if none.
   Var lookup(const std::string& name) const;
 

@@ -57,8 +57,8 @@ class CHANFLOW_API OpDesc : public ObjectRef {
   static OpDesc make(std::string type, const Args& inputs, const Args& outputs,
                      const Attrs& attrs = {});
   // Makes an op from its containers (shared, not copied).
-  static OpDesc make(std::string type, ArgumentMap inputs, ArgumentMap outputs, AttrMap attrs,
-                     bool is_target = false);
+  static OpDesc from_maps(std::string type, ArgumentMap inputs, ArgumentMap outputs, AttrMap attrs,
+                          bool is_target = false);
 
   const std::string& type() const noexcept { return get()->type; }
   // The variable names bound to an input/output parameter; empty when the parameter is absent.

@@ -30,9 +30,9 @@ class CHANFLOW_API VarDescObj : public Object {
   // LOD_TENSOR (and SELECTED_ROWS): the element VarType. CHANNEL: the element type of the channel
   // (an element VarType, LOD_TENSOR for tensors of any dtype, CHANNEL for channels). -1 when unset.
   int64_t data_type = -1;
-  Array<Int> dims;         // tensor dims as declared (informational; -1 = unknown extent)
-  int64_t lod_level = 0;   // LOD_TENSOR only
-  int64_t capacity = 0;    // CHANNEL only: 0 = unbuffered
+  Array<Int> dims;        // tensor dims as declared (informational; -1 = unknown extent)
+  int64_t lod_level = 0;  // LOD_TENSOR only
+  int64_t capacity = 0;   // CHANNEL only: 0 = unbuffered
   bool persistable = false;
 
   VarType var_type() const noexcept { return static_cast<VarType>(type); }
