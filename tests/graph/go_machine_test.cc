@@ -1,0 +1,170 @@
+// GoMachine beyond the Gorgonia cases: streaming (pipelined items, in order), tracing (Chrome
+// trace JSON, one track per node), re-use across runs, with 1, 2 and 4 workers.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+
+#include "chanflow/graph.h"
+#include "chanflow/runtime.h"
+
+namespace cf = chanflow;
+using cf::DType;
+using cf::Tensor;
+using namespace std::chrono_literals;
+
+namespace {
+
+class GoMachineTest : public ::testing::TestWithParam<int> {
+ protected:
+  void SetUp() override {
+    sched_ = std::make_unique<cf::Scheduler>(cf::SchedulerOptions{.workers = GetParam()});
+    use_ = std::make_unique<cf::ScopedDefaultScheduler>(*sched_);
+  }
+  void TearDown() override {
+    use_.reset();
+    sched_.reset();
+  }
+
+ private:
+  std::unique_ptr<cf::Scheduler> sched_;
+  std::unique_ptr<cf::ScopedDefaultScheduler> use_;
+};
+
+TEST_P(GoMachineTest, StreamGivesResultsInInputOrder) {
+  cf::Graph g;
+  cf::Node x = g.input("x", DType::kFloat64, {2});
+  cf::Node y = cf::sum(x * x) + 1.0;
+  cf::Node z = y * 2.0;
+  cf::GoMachine m(g, {.window = 3});
+  std::vector<cf::Bindings> items;
+  for (int i = 0; i < 50; ++i) {
+    items.push_back({{x, Tensor::from_vector<double>({double(i), 1.0})}});
+  }
+  auto out = m.stream(cf::background(), items, {y, z});
+  ASSERT_EQ(out.size(), 50u);
+  for (int i = 0; i < 50; ++i) {
+    ASSERT_EQ(out[i].size(), 2u);
+    EXPECT_EQ(out[i][0].item<double>(), double(i) * i + 2.0) << i;
+    EXPECT_EQ(out[i][1].item<double>(), 2.0 * (double(i) * i + 2.0)) << i;
+  }
+  EXPECT_EQ(m.result(y).item<double>(), 49.0 * 49.0 + 2.0);  // the last item
+  m.run(cf::background(), {{x, Tensor::from_vector<double>({3.0, 0.0})}});
+  EXPECT_EQ(m.result(z).item<double>(), 20.0);
+  EXPECT_TRUE(m.stream(cf::background(), {}, {y}).empty());
+}
+
+TEST_P(GoMachineTest, StreamOverlapsItemsInDifferentNodes) {
+  // stage2 processing item 0 waits until stage1 has started item 1: only a pipelined machine can
+  // finish (a sequential one would hit the 20 s deadline instead of hanging).
+  cf::Graph g;
+  cf::Node x = g.input("x", DType::kFloat64, {});
+  auto stage1_item1 = cf::make_chan<int>(1);
+  cf::Node s1 = g.apply("stage1", {x}, {}, DType::kFloat64,
+                        [stage1_item1](std::span<const Tensor> a, const cf::OpContext&) {
+                          if (a[0].item<double>() == 1.0) stage1_item1.send(1);
+                          return cf::add(a[0], Tensor::scalar(10.0, DType::kFloat64));
+                        });
+  cf::Node s2 = g.apply("stage2", {s1}, {}, DType::kFloat64,
+                        [stage1_item1](std::span<const Tensor> a, const cf::OpContext& c) {
+                          if (a[0].item<double>() == 10.0) {
+                            cf::select(cf::on_recv(stage1_item1, [](std::optional<int>) {}),
+                                       cf::on_recv(c.ctx().done(), [](std::optional<cf::Unit>) {}));
+                            c.check();
+                          }
+                          return cf::mul(a[0], Tensor::scalar(2.0, DType::kFloat64));
+                        });
+  cf::GoMachine m(g, {.window = 2});
+  std::vector<cf::Bindings> items;
+  for (int i = 0; i < 4; ++i) items.push_back({{x, Tensor::scalar(double(i), DType::kFloat64)}});
+  auto out = m.stream(cf::with_timeout(cf::background(), 20s), items, {s2});
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(out[i][0].item<double>(), 2.0 * (i + 10)) << i;
+}
+
+TEST_P(GoMachineTest, StreamStopsAtAFailure) {
+  cf::Graph g;
+  cf::Node x = g.input("x", DType::kFloat64, {});
+  cf::Node f = g.apply("fails_on_3", {x}, {}, DType::kFloat64,
+                       [](std::span<const Tensor> a, const cf::OpContext&) {
+                         if (a[0].item<double>() == 3.0) throw cf::Error("three");
+                         return a[0];
+                       });
+  cf::Node y = f + 1.0;
+  cf::GoMachine m(g, {.window = 2});
+  std::vector<cf::Bindings> items;
+  for (int i = 0; i < 8; ++i) items.push_back({{x, Tensor::scalar(double(i), DType::kFloat64)}});
+  try {
+    (void)m.stream(cf::background(), items, {y});
+    FAIL() << "no MachineError";
+  } catch (const cf::MachineError& e) {
+    ASSERT_EQ(e.failures().size(), 1u);
+    EXPECT_EQ(e.failures()[0].node_name, "fails_on_3");
+  }
+  // The machine is intact afterwards.
+  m.run(cf::background(), {{x, Tensor::scalar(5.0, DType::kFloat64)}});
+  EXPECT_EQ(m.result(y).item<double>(), 6.0);
+}
+
+TEST_P(GoMachineTest, TraceHasOneTrackPerNodeAndEveryState) {
+  cf::Graph g;
+  cf::Node a = g.scalar(40.0f, "n1");
+  cf::Node b = g.scalar(2.0f, "n2");
+  cf::Node c = a - b;
+  cf::GoMachine m(g);
+  m.set_tracing(true);
+  m.run();
+  m.run();
+  nlohmann::json doc = nlohmann::json::parse(m.trace_json());
+  std::map<int, std::string> track_names;
+  std::map<int, std::vector<std::string>> states;
+  for (const auto& e : doc["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "thread_name") {
+      track_names[e["tid"].get<int>()] = e["args"]["name"].get<std::string>();
+    } else if (e["ph"] == "X" || e["ph"] == "i") {
+      states[e["tid"].get<int>()].push_back(e["name"].get<std::string>());
+    }
+  }
+  ASSERT_EQ(track_names.size(), 3u);
+  EXPECT_EQ(track_names[int(c.id()) + 1], c.name() + " (sub)");
+  for (int tid = 1; tid <= 3; ++tid) {
+    const std::vector<std::string> want = {"waiting for input", "computing", "emitting output",
+                                           "end"};
+    ASSERT_EQ(states[tid].size(), 8u) << tid;  // two runs
+    for (int k = 0; k < 8; ++k) EXPECT_EQ(states[tid][k], want[k % 4]);
+  }
+  m.clear_trace();
+  m.set_tracing(false);
+  m.run();
+  EXPECT_EQ(nlohmann::json::parse(m.trace_json())["traceEvents"].size(), 1u + 2u * 3u);
+}
+
+TEST_P(GoMachineTest, LargeGraphRerunAndResultOfEveryNode) {
+  cf::Graph g;
+  cf::Node x = g.input("x", DType::kFloat64, {4});
+  std::vector<cf::Node> layer{x};
+  for (int depth = 0; depth < 50; ++depth) {
+    std::vector<cf::Node> next;
+    for (std::size_t i = 0; i < 8; ++i) {
+      const cf::Node& l = layer[i % layer.size()];
+      const cf::Node& r = layer[(i + 1) % layer.size()];
+      next.push_back(cf::tanh(l * 0.5 + r * 0.25));
+    }
+    layer = next;
+  }
+  cf::Node out = cf::sum(layer[0] + layer[7]);
+  cf::TapeMachine t(g);
+  cf::GoMachine m(g);
+  for (int run = 0; run < 5; ++run) {
+    cf::Bindings b{{x, Tensor::from_vector<double>({run * 0.1, 0.2, -0.3, 0.4})}};
+    t.run(cf::background(), b);
+    m.run(cf::background(), b);
+    for (const cf::Node& n : g.nodes()) {
+      ASSERT_TRUE(t.result(n).equal_to(m.result(n))) << n.name();
+    }
+  }
+  (void)out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Workers, GoMachineTest, ::testing::Values(1, 2, 4));
+
+}  // namespace
