@@ -4,7 +4,10 @@
 add_library(chanflow_warnings INTERFACE)
 target_compile_options(chanflow_warnings INTERFACE
   -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wcast-align -Woverloaded-virtual
-  -Wnull-dereference -Wimplicit-fallthrough
+  -Wimplicit-fallthrough
+  # Not -Wnull-dereference: GCC derives it from the optimiser's path analysis, so it changes with
+  # -O levels and flags checked `as<T>()` results after inlining; null handles are covered by
+  # tests and sanitizers instead.
   # GCC 12 reports impossible overlaps inside libstdc++'s std::string at -O3 (GCC PR 105329,
   # a false positive in the standard library, not in chanflow).
   $<$<CXX_COMPILER_ID:GNU>:-Wno-restrict>
