@@ -254,37 +254,46 @@ struct ReluF {
     return (a > C{} || is_nan(a)) ? a : C{};
   }
 };
+// Float-valued unary functions only ever run on float types (float_unary casts to
+// float_result_type first); the dispatcher still instantiates them for the others.
+template <class C>
+constexpr bool kFloatOnly = std::is_floating_point_v<C>;
+
 struct ExpF {
   template <class C>
   static C f(C a) {
-    return std::exp(a);
+    return kFloatOnly<C> ? static_cast<C>(std::exp(a)) : a;
   }
 };
 struct LogF {
   template <class C>
   static C f(C a) {
-    return std::log(a);
+    return kFloatOnly<C> ? static_cast<C>(std::log(a)) : a;
   }
 };
 struct SqrtF {
   template <class C>
   static C f(C a) {
-    return std::sqrt(a);
+    return kFloatOnly<C> ? static_cast<C>(std::sqrt(a)) : a;
   }
 };
 struct TanhF {
   template <class C>
   static C f(C a) {
-    return std::tanh(a);
+    return kFloatOnly<C> ? static_cast<C>(std::tanh(a)) : a;
   }
 };
 struct SigmoidF {
   template <class C>
   static C f(C a) {
-    // Both branches only take exp of a non-positive number: no overflow.
-    if (a >= C{0}) return C{1} / (C{1} + std::exp(-a));
-    const C e = std::exp(a);
-    return e / (C{1} + e);
+    if constexpr (!std::is_floating_point_v<C>) {
+      return a;  // never dispatched: float-valued functions run in float_result_type
+    } else {
+      // Both branches only take exp of a non-positive number: no overflow.
+      if (a >= C{0}) return C{1} / (C{1} + std::exp(-a));
+      const C e = std::exp(a);
+      return e / (C{1} + e);
+    }
   }
 };
 struct NotF {

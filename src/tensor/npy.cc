@@ -172,7 +172,7 @@ Descr parse_descr(const std::string& d, std::string_view name) {
     CHANFLOW_THROW(TypeError) << "load_npy: '" << std::string(name) << "': unsupported dtype '" << d
                               << "'";
   }
-  DType t;
+  DType t = DType::kBool;
   if (kind == "b1")
     t = DType::kBool;
   else if (kind == "i1")
