@@ -23,6 +23,7 @@
 #endif
 
 #if defined(CHANFLOW_ASAN)
+#include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
 #endif
 #if defined(CHANFLOW_TSAN)

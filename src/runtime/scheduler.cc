@@ -25,6 +25,17 @@ namespace {
 
 thread_local Worker* t_worker = nullptr;
 
+// A full fence between a push and the idle check (pusher side) or between announcing idleness and
+// the queue re-check (worker side). TSan does not model fences (GCC rejects them under
+// -fsanitize=thread), so there both sides do a seq_cst read-modify-write of one shared word,
+// which orders them the same way.
+#if defined(CHANFLOW_TSAN)
+std::atomic<uint32_t> g_fence_word{0};
+inline void full_fence() noexcept { g_fence_word.fetch_add(0, std::memory_order_seq_cst); }
+#else
+inline void full_fence() noexcept { std::atomic_thread_fence(std::memory_order_seq_cst); }
+#endif
+
 // Pause iterations an idle worker polls for work before it sleeps (tens of microseconds).
 constexpr int kIdleSpins = 2048;
 
@@ -326,7 +337,7 @@ bool SchedulerImpl::any_work() const noexcept {
 }
 
 void SchedulerImpl::wake_idle() {
-  std::atomic_thread_fence(std::memory_order_seq_cst);
+  full_fence();
   if (nidle.load(std::memory_order_seq_cst) == 0) return;
   int expected = 0;
   // Only one waker at a time, and none while a worker spins: a spinning worker finds the work.
@@ -403,7 +414,7 @@ Task* SchedulerImpl::find_work(Worker* w) {
     pool.trim();
     w->sleep_word.store(1, std::memory_order_seq_cst);
     nidle.fetch_add(1, std::memory_order_seq_cst);
-    std::atomic_thread_fence(std::memory_order_seq_cst);
+    full_fence();
     if (any_work() || stopping.load(std::memory_order_seq_cst)) {
       if (w->sleep_word.exchange(0, std::memory_order_seq_cst) == 1) {
         nidle.fetch_sub(1, std::memory_order_seq_cst);

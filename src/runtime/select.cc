@@ -57,6 +57,22 @@ void unlock_all(void* arg) noexcept {
 }
 
 // Storage for up to kInline objects on the stack (uninitialised), else on the heap.
+// Lock-free "could this case proceed?" for a one-case select with default. A false answer is a
+// true statement about one instant (Go's argument in chan.go): for a receive, "no sender and
+// empty" was observed, then "not closed" (acquire) — the channel cannot have been closed before
+// the first observation, so at that instant it was not ready. Sends mirror it.
+bool ready_relaxed(const SelectCase& cs) noexcept {
+  const ChanBase* c = cs.chan();
+  if (cs.kind() == SelectCase::Kind::kSend) {
+    const bool full = c->cap_ == 0 ? c->recvq_.empty_relaxed()
+                                   : c->count_.load(std::memory_order_relaxed) == c->cap_;
+    return !full || c->closed_.load(std::memory_order_acquire);
+  }
+  const bool empty =
+      c->cap_ == 0 ? c->sendq_.empty_relaxed() : c->count_.load(std::memory_order_acquire) == 0;
+  return !empty || c->closed_.load(std::memory_order_acquire);
+}
+
 template <class T>
 struct Scratch {
   alignas(T) unsigned char inline_[sizeof(T) * kInline];
@@ -98,6 +114,9 @@ std::size_t select(std::span<SelectCase> cases) {
   if (n == 0) {
     if (default_index != SIZE_MAX) return default_index;
     park_forever();
+  }
+  if (n == 1 && default_index != SIZE_MAX && !ready_relaxed(cases[order[0]])) {
+    return default_index;  // Go's non-blocking fast path: no lock when nothing is ready
   }
   // Lock order: by channel address, each channel once.
   Scratch<ChanBase*> chans_buf;

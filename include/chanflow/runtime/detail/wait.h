@@ -54,18 +54,20 @@ struct Waiter {
   bool success = false;
 };
 
-// An intrusive FIFO of Waiters. Not thread-safe: guarded by its owner's lock.
+// An intrusive FIFO of Waiters. Guarded by its owner's lock; only empty_relaxed() may be called
+// without it (a racy snapshot for lock-free fast paths, hence the relaxed atomic head).
 class WaitQueue {
  public:
-  bool empty() const noexcept { return head_ == nullptr; }
-  Waiter* front() const noexcept { return head_; }
+  bool empty() const noexcept { return head() == nullptr; }
+  bool empty_relaxed() const noexcept { return head() == nullptr; }
+  Waiter* front() const noexcept { return head(); }
   void push_back(Waiter* w) noexcept {
     w->next = nullptr;
     w->prev = tail_;
     if (tail_ != nullptr) {
       tail_->next = w;
     } else {
-      head_ = w;
+      head_.store(w, std::memory_order_relaxed);
     }
     tail_ = w;
     w->queued = true;
@@ -76,7 +78,7 @@ class WaitQueue {
     if (w->prev != nullptr) {
       w->prev->next = w->next;
     } else {
-      head_ = w->next;
+      head_.store(w->next, std::memory_order_relaxed);
     }
     if (w->next != nullptr) {
       w->next->prev = w->prev;
@@ -87,13 +89,14 @@ class WaitQueue {
     w->queued = false;
   }
   Waiter* pop_front() noexcept {
-    Waiter* w = head_;
+    Waiter* w = head();
     if (w != nullptr) remove(w);
     return w;
   }
 
  private:
-  Waiter* head_ = nullptr;
+  Waiter* head() const noexcept { return head_.load(std::memory_order_relaxed); }
+  std::atomic<Waiter*> head_{nullptr};
   Waiter* tail_ = nullptr;
 };
 
