@@ -1,0 +1,98 @@
+// executor.h — Executor: runs a Program's block 0, with go blocks on green threads.
+//
+//   cf::Executor ex({.workers = 4});                    // its own 4-worker scheduler
+//   std::map<std::string, cf::Tensor> out =
+//       ex.run(program, /*feed=*/{{"x", x}}, /*fetch=*/{"result"});
+//
+// A run verifies the program (ProgramError naming block, op index and op type), prepares it once
+// (kernels, attributes and variable slots resolved; cached per program object), feeds block 0's
+// variables, runs block 0 on the calling thread and returns the fetched tensors.
+//
+// Semantics (docs/exec.md has the full rules):
+//   - `go` starts its sub-block on a green thread named "go@block<i>" in a child scope that keeps
+//     every enclosing scope alive. The variables listed in the go op's X are bound when the op
+//     runs (Go's function-call arguments): later writes by the enclosing block are not seen.
+//   - `select` performs exactly one ready case (random among ready ones, a closed channel is
+//     ready, default only when none is), writes its index to case_to_execute and runs sub_block.
+//   - Structured concurrency: run() returns when block 0 and every green thread it started have
+//     finished. The first error anywhere cancels the rest (blocked channel operations wake up)
+//     and is rethrown as a ProgramError positioned at the failing op; a deadlock (everything
+//     blocked, nothing can wake it) is rethrown as a DeadlockError naming every waiting op.
+//     Deadlock detection needs the caller to be an OS thread (not a green thread), as in the
+//     runtime.
+//
+// Thread-safety: one Executor may run any number of programs at once from any threads.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "chanflow/core/export.h"
+#include "chanflow/exec/scope.h"
+#include "chanflow/ir/program.h"
+#include "chanflow/runtime/scheduler.h"
+#include "chanflow/tensor/tensor.h"
+
+namespace chanflow {
+
+namespace exec_detail {
+struct PreparedProgram;
+}
+
+struct ExecutorOptions {
+  // Worker threads of a scheduler the executor owns. 0: no own scheduler — use `scheduler`, or
+  // else the scheduler cf::go would use from the calling thread.
+  int workers = 0;
+  // A scheduler to run green threads on (not owned; must outlive the executor). Ignored when
+  // workers > 0.
+  Scheduler* scheduler = nullptr;
+  // Record every op (begin, end, thread) for trace_json(). Costs two clock reads per op.
+  bool trace = false;
+};
+
+class CHANFLOW_API Executor {
+ public:
+  explicit Executor(ExecutorOptions options = {});
+  ~Executor();
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
+  // Runs `program` (see the top of this file). `feed` sets block 0 variables before the run
+  // (each must be a declared tensor variable of the declared element type: TypeError otherwise);
+  // `fetch` names block 0 tensor variables to return (Error when one is unknown or unset).
+  // Blocks until the program and all its green threads finished. Thread-safe.
+  std::map<std::string, Tensor> run(const Program& program,
+                                    const std::map<std::string, Tensor>& feed = {},
+                                    const std::vector<std::string>& fetch = {});
+
+  // Like run(), and also returns block 0's scope (every block 0 variable, channels too).
+  Scope run_scope(const Program& program, const std::map<std::string, Tensor>& feed = {});
+
+  // Verifies and prepares `program` now (run() does it on first use). Throws ProgramError.
+  void prepare(const Program& program);
+
+  // With options.trace: the op events of the runs so far as Chrome trace events (a JSON array
+  // of objects, pid 2, one tid per thread of control), timestamps in microseconds since
+  // `origin_ns` (steady clock). Thread-safe.
+  std::string trace_events_json(int64_t origin_ns) const;
+
+  // The scheduler green threads run on.
+  Scheduler& scheduler() const;
+
+ private:
+  std::shared_ptr<const exec_detail::PreparedProgram> prepared(const Program& program);
+  Scope run_impl(const Program& program, const std::map<std::string, Tensor>& feed);
+
+  ExecutorOptions options_;
+  std::unique_ptr<Scheduler> own_scheduler_;
+  mutable std::mutex mu_;
+  std::map<const Object*, std::pair<Program, std::shared_ptr<const exec_detail::PreparedProgram>>>
+      cache_;
+  struct TraceLog;
+  std::unique_ptr<TraceLog> trace_;
+};
+
+}  // namespace chanflow

@@ -1,0 +1,200 @@
+// control_flow.cc — while, conditional_block, go and select.
+//
+// Prepared fields: sub_block. while: in = {Condition}. conditional_block: in = X (all), b0 =
+// is_scalar_condition. go: binds (outer variable -> slot of the go block's scope), escapes.
+// select: in = {case_to_execute}, cases.
+#include <optional>
+#include <span>
+
+#include "chanflow/runtime/channel.h"
+#include "chanflow/runtime/detail/wait.h"
+#include "chanflow/runtime/select.h"
+#include "kernel.h"
+#include "run_state.h"
+
+namespace chanflow::exec_detail {
+namespace {
+
+void prep_sub_block(PrepareCtx& c) {
+  c.op().sub_block = static_cast<int32_t>(c.attr("sub_block").as_block());
+}
+
+// ---- while ---------------------------------------------------------------------------------
+void run_while(const PreparedOp& op, Frame& f) {
+  if (!scalar_true(read_tensor(op, f, 0), "while: Condition")) return;
+  // One scope for the body, reused by every iteration (like a Go loop body's variables).
+  Scope body =
+      Scope::make(scope_ref(f.scope), f.rs->prog->blocks[static_cast<size_t>(op.sub_block)].names);
+  do {
+    run_block(*f.rs, op.sub_block, body.get(), f.thread);
+  } while (scalar_true(read_tensor(op, f, 0), "while: Condition"));
+}
+void prep_while(PrepareCtx& c) {
+  c.in("Condition");
+  prep_sub_block(c);
+}
+
+// ---- conditional_block -----------------------------------------------------------------------
+void run_conditional_block(const PreparedOp& op, Frame& f) {
+  bool go_on = true;
+  if (op.b0) {
+    go_on = scalar_true(read_tensor(op, f, 0), "conditional_block: X");
+  } else {
+    for (size_t k = 0; k < op.in.size() && go_on; ++k) go_on = read_tensor(op, f, k).numel() > 0;
+  }
+  if (!go_on) return;
+  Scope body =
+      Scope::make(scope_ref(f.scope), f.rs->prog->blocks[static_cast<size_t>(op.sub_block)].names);
+  run_block(*f.rs, op.sub_block, body.get(), f.thread);
+}
+void prep_conditional_block(PrepareCtx& c) {
+  for (const std::string& x : c.desc().input("X")) {
+    c.op().in.push_back(c.resolve(x));
+    c.op().in_names.push_back(x);
+  }
+  c.op().b0 = c.attr_bool("is_scalar_condition");
+  prep_sub_block(c);
+}
+
+// ---- go --------------------------------------------------------------------------------------
+void run_go(const PreparedOp& op, Frame& f) {
+  RunState& rs = *f.rs;
+  const PreparedBlock& g = rs.prog->blocks[static_cast<size_t>(op.sub_block)];
+  Scope child = Scope::make(scope_ref(f.scope), g.names);
+  // Bind X now, like the arguments of a Go function call.
+  for (const auto& [ref, slot] : op.binds) child->set(slot, read_var(f, ref));
+  if (op.escapes) {
+    // The block reads or writes enclosing scopes directly: from now on they are shared.
+    for (ScopeObj* s = f.scope; s != nullptr; s = s->parent()) s->mark_shared();
+  }
+  const int64_t n = rs.go_count.fetch_add(1, std::memory_order_relaxed) + 1;
+  std::string name = "go@block" + std::to_string(op.sub_block) + "#" + std::to_string(n);
+  std::shared_ptr<RunState> keep = rs.shared_from_this();
+  rs.wg.add(1);
+  const int32_t block = op.sub_block;
+  try {
+    rs.sched->go(name, [keep = std::move(keep), child = std::move(child), block, name]() mutable {
+      RunState& st = *keep;
+      ThreadRecord* tr = st.add_thread(name);
+      auto finish = [&] {
+        st.remove_thread(tr);
+        child = Scope();
+        st.wg.done();
+        keep.reset();
+      };
+      try {
+        run_block(st, block, child.get(), tr);
+      } catch (const detail::FiberUnwind&) {
+        finish();
+        throw;
+      } catch (...) {
+        st.fail(std::current_exception());
+      }
+      finish();
+    });
+  } catch (...) {
+    rs.wg.done();
+    throw;
+  }
+}
+void prep_go(PrepareCtx& c) {
+  prep_sub_block(c);
+  const PreparedBlock& g = c.program().blocks[static_cast<size_t>(c.op().sub_block)];
+  const std::vector<std::string>& names = *g.names;
+  for (const std::string& x : c.desc().input("X")) {
+    // The slot the go block's scope has for x (its own declaration wins, then the capture).
+    int32_t slot = -1;
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (names[i] == x) {
+        slot = static_cast<int32_t>(i);
+        break;
+      }
+    }
+    if (slot < 0) continue;
+    bool declared_inside = c.program().program.block(c.op().sub_block).find_var(x).has_value();
+    if (declared_inside) continue;  // the block declares its own x: nothing to bind
+    c.op().binds.emplace_back(c.resolve(x), slot);
+    c.op().in.push_back(c.op().binds.back().first);
+    c.op().in_names.push_back(x);
+  }
+}
+
+// ---- select ----------------------------------------------------------------------------------
+Channel read_channel(const Frame& f, VarRef r, const std::string& name) {
+  ObjectRef v = read_var(f, r);
+  if (v.defined() && !v->is_instance<ChannelObj>()) {
+    CHANFLOW_THROW(TypeError) << "variable '" << name << "' holds a " << v->type_key()
+                              << ", not a channel";
+  }
+  return Channel(detail::ObjectUnsafe::move_ptr(std::move(v)));
+}
+
+void run_select(const PreparedOp& op, Frame& f) {
+  const size_t n = op.cases.size();
+  std::vector<Channel> chans(n);
+  std::vector<ObjectRef> sends(n);
+  std::vector<std::optional<ObjectRef>> recvs(n);
+  std::vector<SelectCase> sc;
+  sc.reserve(n + 1);
+  for (size_t i = 0; i < n; ++i) {
+    const PreparedCase& c = op.cases[i];
+    switch (c.kind) {
+      case PreparedCase::kDefault:
+        sc.push_back(SelectCase::default_case());
+        break;
+      case PreparedCase::kSend:
+        chans[i] = read_channel(f, c.channel, c.channel_name);
+        sends[i] = read_var(f, c.var);
+        if (!sends[i].defined()) {
+          CHANFLOW_THROW(Error) << "case " << c.index << " sends variable '" << c.var_name
+                                << "', which was never written";
+        }
+        sc.push_back(chans[i].select_send(sends[i]));
+        break;
+      case PreparedCase::kRecv:
+        chans[i] = read_channel(f, c.channel, c.channel_name);
+        sc.push_back(chans[i].select_recv(recvs[i]));
+        break;
+    }
+  }
+  Chan<Unit> done = f.rs->ctx.done();
+  std::optional<Unit> canceled;
+  sc.push_back(SelectCase::recv(done, canceled));
+  const size_t k = select(std::span<SelectCase>(sc));
+  if (k == n) {
+    throw_if_canceled(*f.rs);
+    CHANFLOW_THROW(CanceledError) << "select canceled";
+  }
+  const PreparedCase& c = op.cases[k];
+  if (c.kind == PreparedCase::kRecv) {
+    write_var(f, c.var, recvs[k] ? std::move(*recvs[k]) : zero_value(c.decl));
+  }
+  Tensor old = read_tensor(op, f, 0);
+  write_var(f, op.in[0], Tensor::full({1}, static_cast<double>(c.index), old.dtype()));
+  Scope body =
+      Scope::make(scope_ref(f.scope), f.rs->prog->blocks[static_cast<size_t>(op.sub_block)].names);
+  run_block(*f.rs, op.sub_block, body.get(), f.thread);
+}
+}  // namespace
+
+void prep_select_cases(PrepareCtx& c);  // select_prepare.cc
+
+namespace {
+void prep_select(PrepareCtx& c) {
+  c.in("case_to_execute");
+  prep_sub_block(c);
+  prep_select_cases(c);
+}
+
+}  // namespace
+
+std::vector<KernelEntry> control_flow_kernels() {
+  return {
+      {"while", &run_while, &prep_while, nullptr},
+      {"conditional_block", &run_conditional_block, &prep_conditional_block, nullptr},
+      {"go", &run_go, &prep_go, nullptr},
+      {"select", &run_select, &prep_select, nullptr},
+  };
+}
+
+}  // namespace chanflow::exec_detail

@@ -1,0 +1,131 @@
+// csp_ops.cc — channel_create, channel_send, channel_recv, channel_close on the runtime's
+// type-erased Channel. Every blocking operation also waits on the run's cancellation, so a
+// failure elsewhere (or a detected deadlock) wakes it.
+//
+// Prepared fields: channel_create: out = {Out}, i0 = data_type, i1 = capacity. channel_send:
+// in = {Channel, X}, out = {Status}. channel_recv: in = {Channel}, out = {Out, Status}.
+// channel_close: in = {Channel}.
+#include <optional>
+#include <span>
+
+#include "chanflow/runtime/channel.h"
+#include "chanflow/runtime/select.h"
+#include "kernel.h"
+#include "run_state.h"
+
+namespace chanflow::exec_detail {
+namespace {
+
+template <DType D>
+bool is_tensor_of(const Object* o) {
+  return o->is_instance<TensorObj>() && static_cast<const TensorObj*>(o)->dtype() == D;
+}
+
+ChannelObj::ElemCheck check_for(DType d) {
+  switch (d) {
+    case DType::kBool:
+      return &is_tensor_of<DType::kBool>;
+    case DType::kInt8:
+      return &is_tensor_of<DType::kInt8>;
+    case DType::kInt16:
+      return &is_tensor_of<DType::kInt16>;
+    case DType::kInt32:
+      return &is_tensor_of<DType::kInt32>;
+    case DType::kInt64:
+      return &is_tensor_of<DType::kInt64>;
+    case DType::kUInt8:
+      return &is_tensor_of<DType::kUInt8>;
+    case DType::kFloat16:
+      return &is_tensor_of<DType::kFloat16>;
+    case DType::kFloat32:
+      return &is_tensor_of<DType::kFloat32>;
+    case DType::kFloat64:
+      return &is_tensor_of<DType::kFloat64>;
+  }
+  return nullptr;
+}
+
+Channel make_channel(int64_t data_type, int64_t capacity) {
+  const auto cap = static_cast<std::size_t>(capacity);
+  if (data_type == static_cast<int64_t>(VarType::kChannel)) return Channel::make<ChannelObj>(cap);
+  if (data_type == static_cast<int64_t>(VarType::kLoDTensor)) return Channel::make<TensorObj>(cap);
+  const DType d = dtype_of_var_type_number(data_type);
+  return Channel(
+      make_object<ChannelObj>(cap, "Tensor(" + std::string(dtype_name(d)) + ")", check_for(d)));
+}
+
+Channel channel_in(const PreparedOp& op, const Frame& f) {
+  ObjectRef v = read_var(f, op.in[0]);
+  if (v.defined() && !v->is_instance<ChannelObj>()) {
+    CHANFLOW_THROW(TypeError) << "input 'Channel' is variable '" << op.in_names[0]
+                              << "', which holds a " << v->type_key() << ", not a channel";
+  }
+  return Channel(detail::ObjectUnsafe::move_ptr(std::move(v)));
+}
+
+// Selects between `c` and the run's cancellation; throws CanceledError if canceled.
+void wait_or_cancel(const Frame& f, SelectCase c) {
+  Chan<Unit> done = f.rs->ctx.done();
+  std::optional<Unit> canceled;
+  SelectCase cs[] = {c, SelectCase::recv(done, canceled)};
+  if (select(std::span<SelectCase>(cs)) == 1) {
+    throw_if_canceled(*f.rs);
+    CHANFLOW_THROW(CanceledError) << "the program run was canceled";
+  }
+}
+
+void run_channel_create(const PreparedOp& op, Frame& f) {
+  write_out(op, f, 0, make_channel(op.i0, op.i1));
+}
+void prep_channel_create(PrepareCtx& c) {
+  c.out("Out");
+  c.op().i0 = c.attr_int("data_type");
+  c.op().i1 = c.attr_int("capacity");
+}
+
+void run_channel_send(const PreparedOp& op, Frame& f) {
+  Channel ch = channel_in(op, f);
+  ObjectRef v = read_var(f, op.in[1]);
+  if (!v.defined()) {
+    CHANFLOW_THROW(Error) << "input 'X' is variable '" << op.in_names[1]
+                          << "', which was never written";
+  }
+  wait_or_cancel(f, ch.select_send(v));
+  if (op.out[0].valid()) write_out(op, f, 0, Tensor::full({1}, 1.0, DType::kBool));
+}
+void prep_channel_send(PrepareCtx& c) {
+  c.in("Channel");
+  c.in("X");
+  c.out("Status");
+}
+
+void run_channel_recv(const PreparedOp& op, Frame& f) {
+  Channel ch = channel_in(op, f);
+  std::optional<ObjectRef> got;
+  wait_or_cancel(f, ch.select_recv(got));
+  const bool ok = got.has_value();
+  write_out(op, f, 0, ok ? std::move(*got) : zero_value(op.out_decl));
+  if (op.out[1].valid()) write_out(op, f, 1, Tensor::full({1}, ok ? 1.0 : 0.0, DType::kBool));
+}
+void prep_channel_recv(PrepareCtx& c) {
+  c.in("Channel");
+  c.out("Out");
+  c.out("Status");
+  c.op().out_decl = find_decl(c, c.op().out_names[0]);
+}
+
+void run_channel_close(const PreparedOp& op, Frame& f) { channel_in(op, f).close(); }
+void prep_channel_close(PrepareCtx& c) { c.in("Channel"); }
+
+}  // namespace
+
+std::vector<KernelEntry> csp_kernels() {
+  return {
+      {"channel_create", &run_channel_create, &prep_channel_create, nullptr},
+      {"channel_send", &run_channel_send, &prep_channel_send, nullptr},
+      {"channel_recv", &run_channel_recv, &prep_channel_recv, nullptr},
+      {"channel_close", &run_channel_close, &prep_channel_close, nullptr},
+  };
+}
+
+}  // namespace chanflow::exec_detail

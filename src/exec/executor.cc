@@ -1,0 +1,185 @@
+// executor.cc — Executor: the program cache, feeds and fetches, structured concurrency (wait for
+// every green thread, first error wins, deadlocks named by op), and the op trace.
+#include "chanflow/exec/executor.h"
+
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "chanflow/core/error.h"
+#include "chanflow/ir/var_type.h"
+#include "kernel.h"
+#include "run_state.h"
+
+namespace chanflow {
+
+using exec_detail::PreparedProgram;
+using exec_detail::RunState;
+
+struct Executor::TraceLog {
+  std::mutex mu;
+  std::vector<exec_detail::OpEvent> events;
+  std::vector<std::pair<int64_t, std::string>> names;
+  std::vector<std::shared_ptr<const PreparedProgram>> keep;  // events point at op type strings
+};
+
+Executor::Executor(ExecutorOptions options) : options_(options) {
+  if (options_.workers > 0) {
+    own_scheduler_ = std::make_unique<Scheduler>(SchedulerOptions{.workers = options_.workers});
+  }
+  if (options_.trace) trace_ = std::make_unique<TraceLog>();
+}
+
+Executor::~Executor() = default;
+
+Scheduler& Executor::scheduler() const {
+  if (own_scheduler_) return *own_scheduler_;
+  if (options_.scheduler != nullptr) return *options_.scheduler;
+  return detail::scheduler_for_go();
+}
+
+std::shared_ptr<const PreparedProgram> Executor::prepared(const Program& program) {
+  if (!program.defined()) CHANFLOW_THROW(ProgramError) << "run: the program is null";
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = cache_.find(program.get());
+    if (it != cache_.end()) return it->second.second;
+  }
+  std::shared_ptr<const PreparedProgram> p = exec_detail::prepare_program(program);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (cache_.size() >= 64) cache_.clear();
+  cache_.emplace(program.get(), std::make_pair(program, p));
+  return p;
+}
+
+void Executor::prepare(const Program& program) { prepared(program); }
+
+namespace {
+
+void feed_vars(const PreparedProgram& p, const Scope& root,
+               const std::map<std::string, Tensor>& feed) {
+  for (const auto& [name, t] : feed) {
+    int32_t slot = -1;
+    for (size_t i = 0; i < p.block0_vars.size(); ++i) {
+      if (p.block0_vars[i]->name == name) slot = static_cast<int32_t>(i);
+    }
+    if (slot < 0) {
+      CHANFLOW_THROW(Error) << "feed '" << name << "': block 0 declares no variable of that name";
+    }
+    const VarDesc& v = p.block0_vars[static_cast<size_t>(slot)];
+    if (v->type != static_cast<int64_t>(VarType::kLoDTensor)) {
+      CHANFLOW_THROW(TypeError) << "feed '" << name << "': the variable is a "
+                                << var_type_name(v->var_type()) << ", not a tensor";
+    }
+    if (!t.defined()) CHANFLOW_THROW(Error) << "feed '" << name << "': null tensor";
+    if (is_valid_var_type(v->data_type) && is_element_type(static_cast<VarType>(v->data_type)) &&
+        dtype_from_var_type(static_cast<VarType>(v->data_type)) != t.dtype()) {
+      CHANFLOW_THROW(TypeError) << "feed '" << name << "': the variable holds "
+                                << var_type_name(static_cast<VarType>(v->data_type))
+                                << " tensors, the fed tensor is " << dtype_name(t.dtype());
+    }
+    root->set(slot, t);
+  }
+}
+
+}  // namespace
+
+Scope Executor::run_impl(const Program& program, const std::map<std::string, Tensor>& feed) {
+  std::shared_ptr<const PreparedProgram> prog = prepared(program);
+  Scope root = Scope::make(Scope(), prog->blocks[0].names);
+  feed_vars(*prog, root, feed);
+  auto rs = std::make_shared<RunState>(prog.get(), &scheduler(), options_.trace);
+  exec_detail::ThreadRecord* main = rs->add_thread("main");
+
+  auto on_error = [&](std::exception_ptr e) {
+    try {
+      std::rethrow_exception(e);
+    } catch (const DeadlockError&) {
+      // Name the ops that wait before cancellation wakes them.
+      rs->fail(std::make_exception_ptr(DeadlockError(
+          "deadlock: every thread of the program is blocked and nothing can wake them; "
+          "waiting: " +
+          rs->describe_waiting())));
+    } catch (...) {
+      rs->fail(e);
+    }
+  };
+  try {
+    exec_detail::run_block(*rs, 0, root.get(), main);
+  } catch (...) {
+    on_error(std::current_exception());
+  }
+  rs->remove_thread(main);
+  // Structured concurrency: every green thread the run started finishes before run returns.
+  for (;;) {
+    try {
+      rs->wg.wait();
+      break;
+    } catch (const DeadlockError&) {
+      on_error(std::current_exception());
+    }
+  }
+  while (rs.use_count() > 1) std::this_thread::yield();  // the last go thread lets go of rs
+  if (trace_) {
+    std::lock_guard<std::mutex> lock(trace_->mu);
+    trace_->events.insert(trace_->events.end(), rs->events.begin(), rs->events.end());
+    trace_->names.insert(trace_->names.end(), rs->thread_names.begin(), rs->thread_names.end());
+    trace_->keep.push_back(prog);
+  }
+  if (rs->first) std::rethrow_exception(rs->first);
+  return root;
+}
+
+Scope Executor::run_scope(const Program& program, const std::map<std::string, Tensor>& feed) {
+  return run_impl(program, feed);
+}
+
+std::map<std::string, Tensor> Executor::run(const Program& program,
+                                            const std::map<std::string, Tensor>& feed,
+                                            const std::vector<std::string>& fetch) {
+  Scope root = run_impl(program, feed);
+  std::map<std::string, Tensor> out;
+  for (const std::string& name : fetch) {
+    std::optional<ObjectRef> v = root.find(name);
+    if (!v) CHANFLOW_THROW(Error) << "fetch '" << name << "': block 0 declares no such variable";
+    if (!v->defined()) {
+      CHANFLOW_THROW(Error) << "fetch '" << name << "': the program never wrote the variable";
+    }
+    if (!(*v)->is_instance<TensorObj>()) {
+      CHANFLOW_THROW(TypeError) << "fetch '" << name << "': the variable holds a "
+                                << (*v)->type_key() << ", not a tensor";
+    }
+    out[name] = downcast<Tensor>(*v);
+  }
+  return out;
+}
+
+std::string Executor::trace_events_json(int64_t origin_ns) const {
+  nlohmann::json arr = nlohmann::json::array();
+  if (!trace_) return arr.dump();
+  std::lock_guard<std::mutex> lock(trace_->mu);
+  for (const auto& [id, name] : trace_->names) {
+    arr.push_back({{"name", "thread_name"},
+                   {"ph", "M"},
+                   {"pid", 2},
+                   {"tid", id},
+                   {"args", {{"name", name}}}});
+  }
+  arr.push_back({{"name", "process_name"},
+                 {"ph", "M"},
+                 {"pid", 2},
+                 {"tid", 0},
+                 {"args", {{"name", "chanflow ops"}}}});
+  for (const exec_detail::OpEvent& e : trace_->events) {
+    arr.push_back({{"name", *e.type},
+                   {"cat", "op"},
+                   {"ph", "X"},
+                   {"pid", 2},
+                   {"tid", e.thread},
+                   {"ts", static_cast<double>(e.begin_ns - origin_ns) / 1000.0},
+                   {"dur", static_cast<double>(e.end_ns - e.begin_ns) / 1000.0},
+                   {"args", {{"block", e.block}, {"op", e.op}}}});
+  }
+  return arr.dump();
+}
+
+}  // namespace chanflow

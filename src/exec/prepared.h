@@ -1,0 +1,110 @@
+// prepared.h — a program prepared for execution (private to the exec layer).
+//
+// Preparing resolves, once per program: each op's kernel (from its schema's extension), its
+// attributes (parsed into plain fields), and each variable name it uses into a VarRef — how many
+// scopes up and which slot. The hot loop then runs `op.run(op, frame)` with no string or map
+// lookups.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "chanflow/exec/scope.h"
+#include "chanflow/ir/program.h"
+#include "chanflow/tensor/dtype.h"
+
+namespace chanflow::exec_detail {
+
+// A variable as seen from one block: `depth` scopes up from the block's scope, slot `slot`.
+struct VarRef {
+  int32_t depth = -1;
+  int32_t slot = -1;
+  bool valid() const noexcept { return depth >= 0; }
+};
+
+struct RunState;
+struct ThreadRecord;
+struct PreparedProgram;
+
+// What a kernel runs against: the scope of the running block and the run's shared state.
+struct Frame {
+  ScopeObj* scope;
+  RunState* rs;
+  ThreadRecord* thread;
+};
+
+struct PreparedOp;
+using KernelFn = void (*)(const PreparedOp& op, Frame& f);
+
+// A variable's declared type (for zero values of closed receives).
+struct VarDecl {
+  int64_t type = -1;       // VarType number
+  int64_t data_type = -1;  // element VarType
+  std::vector<int64_t> dims;
+};
+
+struct PreparedCase {
+  enum Kind : int32_t { kDefault = 0, kSend = 1, kRecv = 2 };  // the file format's numbers
+  int64_t index = 0;
+  VarDecl decl;  // of `var`
+  Kind kind = kDefault;
+  VarRef channel;
+  VarRef var;
+  std::string channel_name, var_name;
+};
+
+// One op, ready to run. Fields beyond `run` are filled by the op's prepare function; which ones
+// mean what is the kernel's business (documented next to each kernel).
+struct PreparedOp {
+  KernelFn run = nullptr;
+  int32_t block = 0;
+  int32_t index = 0;
+  std::string type;
+  // Inputs / outputs in the order the kernel's prepare function pushed them.
+  std::vector<VarRef> in, out;
+  std::vector<std::string> in_names, out_names;  // for messages only
+  // Parsed attributes.
+  int64_t i0 = 0, i1 = 0;
+  double f0 = 0, f1 = 0;
+  bool b0 = false, b1 = false;
+  DType dtype = DType::kFloat32;
+  std::vector<int64_t> ints;
+  std::string s;
+  int32_t sub_block = -1;
+  // select
+  std::vector<PreparedCase> cases;
+  // go: outer variable -> slot of the new scope, bound when the op starts
+  std::vector<std::pair<VarRef, int32_t>> binds;
+  bool escapes = false;  // go: the block may touch enclosing scopes (they become shared)
+  // print first_n
+  std::shared_ptr<std::atomic<int64_t>> counter;
+  // Declared type of out[0] (zero values for closed receives).
+  VarDecl out_decl;
+};
+
+struct PreparedBlock {
+  int32_t idx = 0;
+  int32_t parent = -1;
+  bool is_go = false;
+  // Declared variables first, then (go blocks) the captured ones.
+  std::shared_ptr<const std::vector<std::string>> names;
+  std::vector<PreparedOp> ops;
+};
+
+struct PreparedProgram {
+  Program program;  // verified
+  std::vector<PreparedBlock> blocks;
+  // Block 0's declarations by slot, for feeds/fetches.
+  std::vector<VarDesc> block0_vars;
+};
+
+// Verifies and prepares `program` (ProgramError on a bad program).
+std::shared_ptr<const PreparedProgram> prepare_program(const Program& program);
+
+// Reports a problem found while preparing op `op` ("block b, op i ('type'): msg").
+[[noreturn]] void fail_prepare(const PreparedOp& op, const std::string& msg);
+
+}  // namespace chanflow::exec_detail

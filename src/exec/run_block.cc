@@ -1,0 +1,174 @@
+// run_block.cc — the dispatch loop, error positioning, the run's shared state, and the small
+// helpers kernels share.
+#include <sstream>
+
+#include "chanflow/core/error.h"
+#include "chanflow/runtime/detail/wait.h"
+#include "kernel.h"
+#include "run_state.h"
+
+namespace chanflow::exec_detail {
+namespace {
+
+[[noreturn]] void throw_positioned(const RunState& rs, const PreparedOp& op) {
+  auto wrap = [&](const char* what) -> ProgramError {
+    return ProgramError("block " + std::to_string(op.block) + ", op " + std::to_string(op.index) +
+                            " ('" + op.type + "'): " + what,
+                        op.block, op.index, op.type);
+  };
+  try {
+    throw;
+  } catch (const ProgramError& e) {
+    if (e.block_index() >= 0) throw;
+    throw wrap(e.what());
+  } catch (const DeadlockError&) {
+    throw;
+  } catch (const CanceledError& e) {
+    if (rs.ctx.err() != nullptr) throw;
+    throw wrap(e.what());
+  } catch (const std::exception& e) {
+    throw wrap(e.what());
+  }
+}
+
+}  // namespace
+
+void throw_if_canceled(const RunState& rs) {
+  if (rs.failed.load(std::memory_order_relaxed)) {
+    CHANFLOW_THROW(CanceledError) << "the program run was canceled by an error elsewhere";
+  }
+}
+
+void run_block(RunState& rs, int32_t b, ScopeObj* scope, ThreadRecord* thread) {
+  const PreparedBlock& blk = rs.prog->blocks[static_cast<size_t>(b)];
+  Frame f{scope, &rs, thread};
+  const PreparedOp* op = blk.ops.data();
+  const PreparedOp* const end = op + blk.ops.size();
+  try {
+    if (!rs.tracing) {
+      for (; op != end; ++op) {
+        thread->op.store(op, std::memory_order_relaxed);
+        if (rs.failed.load(std::memory_order_relaxed)) throw_if_canceled(rs);
+        op->run(*op, f);
+      }
+    } else {
+      for (; op != end; ++op) {
+        thread->op.store(op, std::memory_order_relaxed);
+        throw_if_canceled(rs);
+        const int64_t t0 = trace_now_ns();
+        op->run(*op, f);
+        const int64_t t1 = trace_now_ns();
+        std::lock_guard<std::mutex> lock(rs.mu);
+        rs.events.push_back(OpEvent{thread->trace_id, op->block, op->index, &op->type, t0, t1});
+      }
+    }
+  } catch (const detail::FiberUnwind&) {
+    throw;
+  } catch (...) {
+    throw_positioned(rs, *op);
+  }
+}
+
+void RunState::fail(std::exception_ptr e) {
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!first) {
+      bool ours = false;
+      try {
+        std::rethrow_exception(e);
+      } catch (const CanceledError&) {
+        ours = ctx.err() != nullptr;  // a consequence of an earlier failure
+      } catch (...) {
+      }
+      if (!ours) first = e;
+    }
+  }
+  failed.store(true, std::memory_order_relaxed);
+  ctx.cancel();
+}
+
+ThreadRecord* RunState::add_thread(std::string name) {
+  static std::atomic<int64_t> next_id{1};
+  std::lock_guard<std::mutex> lock(mu);
+  threads.emplace_back();
+  ThreadRecord* t = &threads.back();
+  t->name = std::move(name);
+  t->trace_id = next_id.fetch_add(1, std::memory_order_relaxed);
+  if (tracing) thread_names.emplace_back(t->trace_id, t->name);
+  return t;
+}
+
+void RunState::remove_thread(ThreadRecord* t) {
+  std::lock_guard<std::mutex> lock(mu);
+  for (auto it = threads.begin(); it != threads.end(); ++it) {
+    if (&*it == t) {
+      threads.erase(it);
+      return;
+    }
+  }
+}
+
+std::string RunState::describe_waiting() {
+  std::lock_guard<std::mutex> lock(mu);
+  std::ostringstream os;
+  int n = 0;
+  for (const ThreadRecord& t : threads) {
+    const PreparedOp* op = t.op.load(std::memory_order_relaxed);
+    if (op == nullptr) continue;
+    os << (n++ == 0 ? "" : "; ") << "block " << op->block << ", op " << op->index << " ('"
+       << op->type << "') "
+       << (t.name == "main" ? std::string("on the calling thread") : "in green thread " + t.name);
+  }
+  if (n == 0) os << "no op of the program (the caller waits for its green threads)";
+  return os.str();
+}
+
+// ---- helpers shared by kernels ------------------------------------------------------------
+
+Tensor read_tensor(const PreparedOp& op, const Frame& f, size_t k) {
+  ObjectRef v = read_var(f, op.in[k]);
+  if (!v.defined()) {
+    CHANFLOW_THROW(Error) << "input variable '" << op.in_names[k]
+                          << "' is read before anything was written to it";
+  }
+  if (!v->is_instance<TensorObj>()) {
+    CHANFLOW_THROW(TypeError) << "input variable '" << op.in_names[k] << "' holds a "
+                              << v->type_key() << ", not a tensor";
+  }
+  return Tensor(detail::ObjectUnsafe::move_ptr(std::move(v)));
+}
+
+Tensor take_output_buffer(const PreparedOp& op, const Frame& f, size_t k) {
+  ScopeObj* s = scope_at(f.scope, op.out[k].depth);
+  if (s->is_shared()) return Tensor();
+  ObjectRef v = s->take(op.out[k].slot);
+  if (v.defined() && v->is_instance<TensorObj>() && v.unique()) {
+    return Tensor(detail::ObjectUnsafe::move_ptr(std::move(v)));
+  }
+  s->set(op.out[k].slot, std::move(v));  // not reusable: put it back
+  return Tensor();
+}
+
+ObjectRef zero_value(const VarDecl& d) {
+  if (d.type != static_cast<int64_t>(VarType::kLoDTensor) || !is_valid_var_type(d.data_type) ||
+      !is_element_type(static_cast<VarType>(d.data_type))) {
+    return ObjectRef();
+  }
+  Shape shape;
+  for (int64_t x : d.dims) shape.push_back(x < 0 ? 1 : x);
+  if (shape.empty()) shape.push_back(1);
+  return Tensor::zeros(shape, dtype_from_var_type(static_cast<VarType>(d.data_type)));
+}
+
+bool scalar_true(const Tensor& t, const char* what) {
+  if (t.numel() != 1) {
+    CHANFLOW_THROW(ShapeError) << what << " must have one element, got shape "
+                               << shape_to_string(t.shape());
+  }
+  if (t.dtype() == DType::kBool) return *static_cast<const uint8_t*>(t->raw_data()) != 0;
+  return t.item<double>() != 0.0;
+}
+
+Scope scope_ref(ScopeObj* s) { return Scope(detail::ObjectUnsafe::adopt<Object>(s)); }
+
+}  // namespace chanflow::exec_detail

@@ -1,0 +1,319 @@
+// Executor semantics: closures (scopes outlive their block; go binds X when it starts), handle vs
+// value semantics, select details, structured concurrency, positioned errors, deadlocks, feeds and
+// fetches.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "chanflow/core/error.h"
+#include "chanflow/exec.h"
+#include "chanflow/ir/builder.h"
+
+namespace cf = chanflow;
+using cf::Attr;
+using cf::DType;
+using cf::OpDesc;
+using cf::VarDesc;
+using cf::VarType;
+
+namespace {
+
+cf::Block block(int64_t idx, int64_t parent, std::vector<VarDesc> vars, std::vector<OpDesc> ops) {
+  cf::Array<VarDesc> v;
+  for (auto& x : vars) v.push_back(x);
+  cf::Array<OpDesc> o;
+  for (auto& x : ops) o.push_back(x);
+  return cf::Block::make(idx, parent, v, o);
+}
+cf::Program program(std::vector<cf::Block> blocks) {
+  cf::Array<cf::Block> b;
+  for (auto& x : blocks) b.push_back(x);
+  return cf::Program::make(b);
+}
+OpDesc fill(const std::string& out, double v, VarType t = VarType::kFP64) {
+  return OpDesc::make("fill_constant", {}, {{"Out", {out}}},
+                      {{"shape", Attr::ints({1})},
+                       {"dtype", Attr::i(static_cast<int64_t>(t))},
+                       {"value", Attr::f(v)}});
+}
+OpDesc make_chan(const std::string& out, int64_t cap, VarType elem = VarType::kFP64) {
+  return OpDesc::make(
+      "channel_create", {}, {{"Out", {out}}},
+      {{"data_type", Attr::i(static_cast<int64_t>(elem))}, {"capacity", Attr::i(cap)}});
+}
+OpDesc send(const std::string& ch, const std::string& x) {
+  return OpDesc::make("channel_send", {{"Channel", {ch}}, {"X", {x}}}, {});
+}
+OpDesc recv(const std::string& ch, const std::string& out, const std::string& status) {
+  return OpDesc::make("channel_recv", {{"Channel", {ch}}}, {{"Out", {out}}, {"Status", {status}}});
+}
+VarDesc f64(const std::string& n) { return VarDesc::tensor(n, VarType::kFP64, {1}); }
+VarDesc boolean(const std::string& n) { return VarDesc::tensor(n, VarType::kBool, {1}); }
+VarDesc chan(const std::string& n, int64_t cap) { return VarDesc::channel(n, VarType::kFP64, cap); }
+
+// Paddle issue 8502: a go block started inside a conditional_block reads a variable of that
+// block (by reference: it is not in the go op's X) after the block has returned.
+TEST(Executor, GoBlockUsesEnclosingBlockVariablesAfterItReturns) {
+  cf::Program p = program({
+      block(0, -1,
+            {chan("ch", 0), chan("start", 0), f64("result"), boolean("cond"), boolean("st"),
+             f64("one")},
+            {make_chan("ch", 0), make_chan("start", 0), fill("one", 1),
+             fill("cond", 1, VarType::kBool),
+             OpDesc::make("conditional_block", {{"X", {"cond"}}}, {},
+                          {{"sub_block", Attr::block(1)}, {"is_scalar_condition", Attr::b(true)}}),
+             send("start", "one"), recv("ch", "result", "st")}),
+      block(1, 0, {f64("v")},
+            {fill("v", 7), OpDesc::make("go", {}, {}, {{"sub_block", Attr::block(2)}})}),
+      block(2, 1, {f64("tmp"), boolean("s2")}, {recv("start", "tmp", "s2"), send("ch", "v")}),
+  });
+  for (int workers : {1, 4}) {
+    cf::Executor ex({.workers = workers});
+    EXPECT_EQ(ex.run(p, {}, {"result"})["result"].item<double>(), 7);
+  }
+}
+
+// A go op binds X when it starts: later writes by the enclosing block are not seen. Without X,
+// the go block reads the variable itself (by reference) and sees the later write.
+TEST(Executor, GoBindsItsArgumentsWhenItStarts) {
+  auto build = [](bool bind) {
+    std::vector<std::string> x = {"v"};
+    OpDesc go = OpDesc::make("go", bind ? OpDesc::Args{{"X", x}} : OpDesc::Args{}, {},
+                             {{"sub_block", Attr::block(1)}});
+    return program({
+        block(0, -1, {chan("ch", 0), chan("start", 0), f64("v"), f64("result"), boolean("st")},
+              {make_chan("ch", 0), make_chan("start", 0), fill("v", 1), go, fill("v", 2),
+               send("start", "v"), recv("ch", "result", "st")}),
+        block(1, 0, {f64("tmp"), boolean("s2")}, {recv("start", "tmp", "s2"), send("ch", "v")}),
+    });
+  };
+  cf::Executor ex({.workers = 2});
+  EXPECT_EQ(ex.run(build(true), {}, {"result"})["result"].item<double>(), 1);
+  EXPECT_EQ(ex.run(build(false), {}, {"result"})["result"].item<double>(), 2);
+}
+
+// assign of a channel copies the handle: both variables name one channel. Tensors are values.
+TEST(Executor, AssignCopiesChannelHandlesAndTensorValues) {
+  cf::ProgramBuilder b;
+  cf::Var ch = b.make_channel(DType::kFloat64, 1);
+  cf::Var alias = b.declare_channel("alias", VarType::kFP64, 1);
+  b.assign(ch, alias);
+  cf::Var x = b.fill_constant({1}, DType::kFloat64, 3, b.var("x", DType::kFloat64, {1}));
+  cf::Var y = b.assign(x, b.var("y", DType::kFloat64, {1}));
+  b.increment(x, 1.0, x);  // y keeps 3
+  b.channel_send(alias, x);
+  b.channel_recv(ch, b.var("result", DType::kFloat64, {1}));
+  cf::Executor ex;
+  auto out = ex.run(b.build(), {}, {"result", "y", "x"});
+  EXPECT_EQ(out["result"].item<double>(), 4);
+  EXPECT_EQ(out["y"].item<double>(), 3);
+  EXPECT_EQ(out["x"].item<double>(), 4);
+}
+
+// A receive on a closed, drained channel gives a zero value and Status false; a select's receive
+// case on a closed channel is ready (default is not chosen).
+TEST(Executor, ClosedChannelReceivesZeroAndIsReadyInSelect) {
+  cf::ProgramBuilder b;
+  cf::Var ch = b.make_channel(DType::kFloat64, 0);
+  b.channel_close(ch);
+  auto [v, ok] = b.channel_recv(ch, b.var("v", DType::kFloat64, {1}));
+  cf::Var which = b.fill_constant({1}, DType::kInt32, -1, b.var("which", DType::kInt32, {1}));
+  {
+    auto s = b.select();
+    {
+      auto c = s.case_recv(ch);
+      b.fill_constant({1}, DType::kInt32, 1, which);
+    }
+    {
+      auto c = s.case_default();
+      b.fill_constant({1}, DType::kInt32, 2, which);
+    }
+  }
+  cf::Executor ex;
+  auto out = ex.run(b.build(), {}, {"v", ok.name(), "which"});
+  EXPECT_EQ(out["v"].item<double>(), 0);
+  EXPECT_FALSE(out[ok.name()].item<bool>());
+  EXPECT_EQ(out["which"].item<int32_t>(), 1);
+}
+
+// select picks at random among ready cases: over many rounds both ready cases fire.
+TEST(Executor, SelectChoosesAmongReadyCasesAtRandom) {
+  cf::ProgramBuilder b;
+  cf::Var a = b.make_channel(DType::kFloat64, 1);
+  cf::Var c = b.make_channel(DType::kFloat64, 1);
+  cf::Var one = b.fill_constant({1}, DType::kFloat64, 1);
+  cf::Var na = b.fill_constant({1}, DType::kFloat64, 0, b.var("na", DType::kFloat64, {1}));
+  cf::Var nc = b.fill_constant({1}, DType::kFloat64, 0, b.var("nc", DType::kFloat64, {1}));
+  cf::Var i = b.fill_constant({1}, DType::kInt64, 0);
+  cf::Var n = b.fill_constant({1}, DType::kInt64, 400);
+  cf::Var cond = b.less_than(i, n);
+  {
+    auto w = b.while_loop(cond);
+    b.channel_send(a, one);
+    b.channel_send(c, one);
+    for (int k = 0; k < 2; ++k) {
+      auto s = b.select();
+      {
+        auto g = s.case_recv(a);
+        b.increment(na, 1, na);
+      }
+      {
+        auto g = s.case_recv(c);
+        b.increment(nc, 1, nc);
+      }
+    }
+    b.increment(i, 1, i);
+    b.less_than(i, n, cond);
+  }
+  cf::Executor ex;
+  auto out = ex.run(b.build(), {}, {"na", "nc"});
+  EXPECT_EQ(out["na"].item<double>(), 400);  // both channels are drained every round
+  EXPECT_EQ(out["nc"].item<double>(), 400);
+}
+
+// The first error anywhere cancels the rest (main blocks in a receive nobody will satisfy) and
+// comes back positioned at its op.
+TEST(Executor, ErrorInGoBlockCancelsTheRunAndNamesItsOp) {
+  cf::ProgramBuilder b;
+  cf::Var ch = b.make_channel(DType::kFloat64, 0);
+  {
+    auto g = b.go();
+    cf::Var t = b.fill_constant({2}, DType::kFloat64, 1);
+    b.reshape(t, {5});  // 2 elements cannot become 5
+  }
+  b.channel_recv(ch);
+  cf::Program p = b.build();
+  for (int workers : {1, 2}) {
+    cf::Executor ex({.workers = workers});
+    try {
+      ex.run(p);
+      FAIL() << "expected ProgramError";
+    } catch (const cf::ProgramError& e) {
+      EXPECT_EQ(e.block_index(), 1);
+      EXPECT_EQ(e.op_index(), 1);
+      EXPECT_EQ(e.op_type(), "reshape");
+      EXPECT_NE(std::string(e.what()).find("block 1, op 1 ('reshape')"), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
+TEST(Executor, SendOnClosedChannelIsAPositionedError) {
+  cf::ProgramBuilder b;
+  cf::Var ch = b.make_channel(DType::kFloat64, 1);
+  b.channel_close(ch);
+  b.channel_send(ch, b.fill_constant({1}, DType::kFloat64, 1));
+  cf::Executor ex;
+  try {
+    ex.run(b.build());
+    FAIL();
+  } catch (const cf::ProgramError& e) {
+    EXPECT_EQ(e.block_index(), 0);
+    EXPECT_EQ(e.op_type(), "channel_send");
+  }
+}
+
+// Everything blocked: DeadlockError naming each waiting op, never a hang.
+TEST(Executor, DeadlockNamesTheWaitingOps) {
+  cf::ProgramBuilder b;
+  cf::Var ch = b.make_channel(DType::kFloat64, 0);
+  cf::Var other = b.make_channel(DType::kFloat64, 0);
+  {
+    auto g = b.go();
+    b.channel_recv(other);
+  }
+  b.channel_recv(ch);
+  cf::Program p = b.build();
+  for (int workers : {1, 2}) {
+    cf::Executor ex({.workers = workers});
+    try {
+      ex.run(p);
+      FAIL() << "expected DeadlockError";
+    } catch (const cf::DeadlockError& e) {
+      const std::string m = e.what();
+      EXPECT_NE(m.find("block 0, op 3 ('channel_recv') on the calling thread"), std::string::npos)
+          << m;
+      EXPECT_NE(m.find("block 1, op 0 ('channel_recv') in green thread go@block1"),
+                std::string::npos)
+          << m;
+    }
+  }
+}
+
+// Block 0 finishes but a go block waits forever: run still reports the deadlock.
+TEST(Executor, DeadlockAfterBlockZeroFinished) {
+  cf::ProgramBuilder b;
+  cf::Var ch = b.make_channel(DType::kFloat64, 0);
+  {
+    auto g = b.go();
+    b.channel_send(ch, b.fill_constant({1}, DType::kFloat64, 1));
+  }
+  cf::Executor ex({.workers = 2});
+  try {
+    ex.run(b.build());
+    FAIL();
+  } catch (const cf::DeadlockError& e) {
+    EXPECT_NE(std::string(e.what()).find("'channel_send') in green thread go@block1"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(Executor, FeedsAndFetches) {
+  cf::ProgramBuilder b;
+  cf::Var x = b.var("x", DType::kFloat32, {2});
+  b.scale(x, 2.0, 1.0, b.var("y", DType::kFloat32, {2}));
+  cf::Program p = b.build();
+  cf::Executor ex;
+  auto out = ex.run(p, {{"x", cf::Tensor::from_vector<float>({1, 2})}}, {"y"});
+  EXPECT_EQ(out["y"].at<float>({1}), 5.0f);
+  EXPECT_THROW(ex.run(p, {{"x", cf::Tensor::from_vector<double>({1, 2})}}, {"y"}), cf::TypeError);
+  EXPECT_THROW(ex.run(p, {{"nope", cf::Tensor::from_vector<float>({1})}}, {}), cf::Error);
+  EXPECT_THROW(ex.run(p, {{"x", cf::Tensor::from_vector<float>({1})}}, {"zzz"}), cf::Error);
+  EXPECT_THROW(ex.run(p, {}, {"y"}), cf::ProgramError);  // x read before written
+}
+
+TEST(Executor, BadProgramsFailVerificationWithAPosition) {
+  cf::Program p =
+      program({block(0, -1, {f64("x")}, {OpDesc::make("no_such_op", {}, {{"Out", {"x"}}})})});
+  cf::Executor ex;
+  try {
+    ex.run(p);
+    FAIL();
+  } catch (const cf::ProgramError& e) {
+    EXPECT_EQ(e.block_index(), 0);
+    EXPECT_EQ(e.op_index(), 0);
+  }
+}
+
+// The ir layer's malformed corpus: each gives a chanflow::Error (load or verify), no crash.
+TEST(Executor, MalformedCorpusGivesErrors) {
+  const std::filesystem::path dir =
+      std::filesystem::path(CHANFLOW_PROGRAMS_DIR) / "../../tests/ir/malformed";
+  int n = 0;
+  cf::Executor ex;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string ext = entry.path().extension().string();
+    if (ext != ".pbtxt" && ext != ".pb") continue;
+    ++n;
+    EXPECT_THROW(ex.run(cf::Program::from_file(entry.path().string())), cf::Error) << entry.path();
+  }
+  EXPECT_GE(n, 30);
+}
+
+// A go block spins in a while loop with no channel op; an error elsewhere still stops it
+// (cancellation is checked between ops).
+TEST(Executor, CancellationStopsBusyGoBlocks) {
+  cf::ProgramBuilder b;
+  cf::Var t = b.fill_constant({1}, DType::kBool, 1);
+  {
+    auto g = b.go();
+    auto w = b.while_loop(t);
+    b.logical_not(b.logical_not(t));
+  }
+  b.reshape(b.fill_constant({2}, DType::kFloat64, 1), {3});
+  cf::Executor ex({.workers = 2});
+  EXPECT_THROW(ex.run(b.build()), cf::ProgramError);
+}
+
+}  // namespace
