@@ -224,6 +224,26 @@ void BM_MapLookup(benchmark::State& state) {
 }
 BENCHMARK(BM_MapLookup);
 
+// Borrowing lookup (Map::find returns the stored value object, no reference-count traffic) — the
+// same contract as std::unordered_map::find, so this is the row compared with it.
+void BM_MapFind(benchmark::State& state) {
+  const std::vector<int64_t> keys = map_keys();
+  cf::Map<cf::Int, cf::Int> m;
+  for (int64_t k : keys) m.set(cf::Int(k), cf::Int(k + 1));
+  const std::vector<int64_t> order = shuffled(keys);
+  int64_t expect = 0;
+  for (int64_t k : keys) expect += k + 1;
+  for (auto _ : state) {
+    int64_t sum = 0;
+    for (int64_t k : order) sum += m.find(k)->value;
+    if (sum != expect) state.SkipWithError("Map find: wrong sum");
+    benchmark::DoNotOptimize(sum);
+  }
+  state.SetItemsProcessed(state.iterations() * kElems);
+  state.counters["ops_per_iter"] = static_cast<double>(kElems);
+}
+BENCHMARK(BM_MapFind);
+
 // The same with boxed Int keys (the generic K path: hash and compare through the key object).
 void BM_MapLookupBoxedKey(benchmark::State& state) {
   const std::vector<int64_t> keys = map_keys();
