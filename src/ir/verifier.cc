@@ -104,18 +104,32 @@ class Verifier {
       if (i > 0 && b.parent_idx == i)
         fail_block(bi, "the block is its own parent (parent_idx " + std::to_string(i) + ")");
     }
-    // Cycles: following parents from any block must reach block 0 within n steps.
+    // Cycles: following parents from any block must reach block 0. One pass over the blocks
+    // (each is walked once: 0 unvisited, 1 on the current path, 2 known to reach block 0).
+    std::vector<char> state(static_cast<size_t>(n), 0);
+    state[0] = 2;
     for (int64_t i = 1; i < n; ++i) {
-      std::string chain = std::to_string(i);
+      std::vector<int64_t> path;
       int64_t cur = i;
-      for (int64_t steps = 0; cur != 0; ++steps) {
+      while (state[static_cast<size_t>(cur)] == 0) {
+        state[static_cast<size_t>(cur)] = 1;
+        path.push_back(cur);
         cur = blocks_[static_cast<size_t>(cur)]->parent_idx;
-        chain += " -> " + std::to_string(cur);
-        if (cur == i || steps > n) {
-          fail_block(static_cast<int>(i),
-                     "the block is its own ancestor (parent chain " + chain + ")");
-        }
       }
+      if (state[static_cast<size_t>(cur)] == 1) {
+        // `cur` is on the path: the cycle is path[k..] where path[k] == cur.
+        size_t k = 0;
+        while (path[k] != cur) ++k;
+        std::string chain = std::to_string(cur);
+        for (size_t j = k + 1; j < path.size() && j < k + 16; ++j) {
+          chain += " -> " + std::to_string(path[j]);
+        }
+        if (path.size() - k > 16) chain += " -> ...";
+        chain += " -> " + std::to_string(cur);
+        fail_block(static_cast<int>(cur),
+                   "the block is its own ancestor (parent chain " + chain + ")");
+      }
+      for (int64_t b : path) state[static_cast<size_t>(b)] = 2;
     }
     // Variables.
     scopes_.resize(blocks_.size());
