@@ -92,9 +92,10 @@ void park_and_wake(int n) {
   const double teardown_s = std::chrono::duration<double>(t3 - t2).count();
   std::printf(
       "parked green threads: n=%d, resident %.1f MiB -> %.1f MiB, %.2f KiB per parked green "
-      "thread; spawn+park %.2f s, wake+finish %.2f s (stack %zu KiB, %d workers)\n",
-      n, before / 1048576.0, after / 1048576.0, kib, spawn_s, wake_s, scheduler.stack_size() / 1024,
-      scheduler.workers());
+      "thread; spawn+park %.2f s, wake+finish %.2f s, scheduler teardown %.2f s (stack %zu KiB, "
+      "%d workers)\n",
+      n, before / 1048576.0, after / 1048576.0, kib, spawn_s, wake_s, teardown_s, stack_kib,
+      workers);
   ::testing::Test::RecordProperty("kib_per_green_thread_" + std::to_string(n), std::to_string(kib));
   if (kSanitized) {
     // Sanitizers shadow every stack page and add per-fiber state: the bound is for real builds.
