@@ -1,0 +1,25 @@
+// cli.h — the `chanflow` command's subcommands (run, check, dot), each registered on a CLI11 app.
+//
+//   chanflow run examples/programs/go_op.pbtxt --fetch result
+//   chanflow check prog.pbtxt
+//   chanflow dot prog.pbtxt -o prog.dot
+//
+// Every subcommand returns the process exit status: 0 on success; errors are thrown as
+// chanflow::Error and reported by main as one paragraph on stderr with status 1.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <string>
+
+namespace chanflow::tools {
+
+// Adds a subcommand to `app`; `run` is set to the function to call when it was chosen.
+void add_run_command(CLI::App& app, std::function<int()>& run);
+void add_check_command(CLI::App& app, std::function<int()>& run);
+void add_dot_command(CLI::App& app, std::function<int()>& run);
+
+// The Graphviz text of a program file (blocks as clusters, sub-blocks nested).
+std::string program_to_dot(const std::string& path);
+
+}  // namespace chanflow::tools
