@@ -8,8 +8,10 @@
 namespace chanflow::detail {
 namespace {
 
-// Large kernels are split so a cancelled run stops between chunks instead of finishing the op.
-constexpr int64_t kChunkElements = int64_t{1} << 16;
+// Large kernels are split so a cancelled run stops between chunks instead of finishing the op:
+// about 0.1-1 ms of work per chunk, so the check costs nothing measurable.
+constexpr int64_t kChunkElements = int64_t{1} << 18;      // elementwise/reduction elements
+constexpr int64_t kChunkMultiplyAdds = int64_t{1} << 24;  // matmul
 
 Tensor sum_to_kernel(const Tensor& a, const Shape& target, DType dtype, const KernelOptions& o) {
   const Shape& s = a.shape();
@@ -35,10 +37,11 @@ Tensor eval_node(const NodeData& n, const Tensor* in, const Context* ctx, Tensor
       work = shape_numel(n.shape) *
              (n.operands.size() == 2 && !in[0].shape().empty() ? in[0].shape().back() : 1);
     }
-    if (work > kChunkElements) {
+    const int64_t chunk = n.op == OpKind::kMatmul ? kChunkMultiplyAdds : kChunkElements;
+    if (work > chunk) {
       ctx->throw_if_done();
       o.between_chunks = [ctx] { ctx->throw_if_done(); };
-      o.chunk_elements = kChunkElements;
+      o.chunk_elements = chunk;
     }
   }
   if (reuse.defined()) o.out = std::move(reuse);

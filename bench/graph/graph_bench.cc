@@ -1,0 +1,183 @@
+// GoMachine benchmarks (PERFORMANCE.md, GoMachine rows), each against its TapeMachine in the same
+// run; the oneTBB flow-graph side of the per-node rows is bench/peers/cpp/tbb_flow_peer.cc.
+//
+//   chain/fanout   100k nodes of a trivial op (identity): ns per node for one run of a built
+//                  graph (counter "ns_per_node"), workers = 1 or 2.
+//   ensemble       8 independent MLPs (real sgemm work), 2 workers: GoMachine vs TapeMachine.
+//   deep_chain     a chain of matmul+tanh layers (no parallelism to find): GoMachine vs Tape.
+//   stream         16 items through a 4-stage MLP pipeline: stream() vs a loop of run().
+#include <benchmark/benchmark.h>
+
+#include <memory>
+
+#include "chanflow/graph.h"
+#include "chanflow/runtime.h"
+#include "chanflow/tensor.h"
+
+namespace cf = chanflow;
+using cf::DType;
+using cf::Tensor;
+
+namespace {
+
+// A trivial op: passes its first operand through (no kernel, no allocation).
+cf::Node identity(cf::Graph& g, const std::vector<cf::Node>& in) {
+  return g.apply("id", in, in[0].shape(), in[0].dtype(),
+                 [](std::span<const Tensor> a, const cf::OpContext&) { return a[0]; });
+}
+
+cf::Graph chain_graph(int n) {
+  cf::Graph g;
+  cf::Node x = g.scalar(1.0f, "x");
+  for (int i = 1; i < n; ++i) x = identity(g, {x});
+  return g;
+}
+
+cf::Graph fanout_graph(int n) {
+  cf::Graph g;
+  cf::Node src = g.scalar(1.0f, "src");
+  std::vector<cf::Node> mids;
+  mids.reserve(static_cast<std::size_t>(n));
+  for (int i = 0; i < n - 2; ++i) mids.push_back(identity(g, {src}));
+  (void)identity(g, mids);  // the sink merges every branch
+  return g;
+}
+
+struct WithScheduler {
+  explicit WithScheduler(int workers)
+      : sched(cf::SchedulerOptions{.workers = workers}), use(sched) {}
+  cf::Scheduler sched;
+  cf::ScopedDefaultScheduler use;
+};
+
+template <class Build>
+void per_node_go(benchmark::State& state, Build build) {
+  const int n = static_cast<int>(state.range(0));
+  WithScheduler ws(static_cast<int>(state.range(1)));
+  cf::Graph g = build(n);
+  cf::GoMachine m(g);
+  m.run();  // starts the node threads (kept across runs)
+  for (auto _ : state) m.run();
+  state.counters["ns_per_node"] =
+      benchmark::Counter(static_cast<double>(n) * static_cast<double>(state.iterations()),
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+
+template <class Build>
+void per_node_tape(benchmark::State& state, Build build) {
+  const int n = static_cast<int>(state.range(0));
+  cf::Graph g = build(n);
+  cf::TapeMachine t(g);
+  for (auto _ : state) t.run();
+  state.counters["ns_per_node"] =
+      benchmark::Counter(static_cast<double>(n) * static_cast<double>(state.iterations()),
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+
+void BM_GoChain(benchmark::State& s) { per_node_go(s, chain_graph); }
+void BM_GoFanout(benchmark::State& s) { per_node_go(s, fanout_graph); }
+void BM_TapeChain(benchmark::State& s) { per_node_tape(s, chain_graph); }
+void BM_TapeFanout(benchmark::State& s) { per_node_tape(s, fanout_graph); }
+BENCHMARK(BM_GoChain)->Args({100000, 1})->Args({100000, 2})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_GoFanout)->Args({100000, 1})->Args({100000, 2})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_TapeChain)->Args({100000, 1})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_TapeFanout)->Args({100000, 1})->Unit(benchmark::kMillisecond);
+
+Tensor weights(const cf::Shape& s, float scale) {
+  return cf::mul(
+      cf::uniform(s, -1, 1, /*seed=*/static_cast<uint64_t>(s[0] * 131 + s[1]), DType::kFloat32),
+      Tensor::scalar(scale, DType::kFloat32));
+}
+
+// 8 independent 3-layer MLPs over one batch, their outputs summed.
+cf::Graph ensemble_graph() {
+  cf::Graph g;
+  cf::Node x = g.constant(weights({128, 256}, 1.0f), "x");
+  cf::Node total;
+  for (int k = 0; k < 8; ++k) {
+    cf::Node h = cf::relu(cf::matmul(x, g.constant(weights({256, 256}, 0.06f))));
+    h = cf::relu(cf::matmul(h, g.constant(weights({256, 256}, 0.06f))));
+    cf::Node o = cf::softmax(cf::matmul(h, g.constant(weights({256, 16}, 0.06f))));
+    total = total.valid() ? total + o : o;
+  }
+  return g;
+}
+
+cf::Graph deep_chain_graph() {
+  cf::Graph g;
+  cf::Node h = g.constant(weights({128, 256}, 1.0f), "x");
+  cf::Node w = g.constant(weights({256, 256}, 0.06f), "w");
+  for (int i = 0; i < 24; ++i) h = cf::tanh(cf::matmul(h, w));
+  return g;
+}
+
+void BM_EnsembleGo(benchmark::State& state) {
+  WithScheduler ws(static_cast<int>(state.range(0)));
+  cf::Graph g = ensemble_graph();
+  cf::GoMachine m(g);
+  m.run();
+  for (auto _ : state) m.run();
+}
+void BM_EnsembleTape(benchmark::State& state) {
+  cf::Graph g = ensemble_graph();
+  cf::TapeMachine t(g);
+  for (auto _ : state) t.run();
+}
+void BM_DeepChainGo(benchmark::State& state) {
+  WithScheduler ws(static_cast<int>(state.range(0)));
+  cf::Graph g = deep_chain_graph();
+  cf::GoMachine m(g);
+  m.run();
+  for (auto _ : state) m.run();
+}
+void BM_DeepChainTape(benchmark::State& state) {
+  cf::Graph g = deep_chain_graph();
+  cf::TapeMachine t(g);
+  for (auto _ : state) t.run();
+}
+BENCHMARK(BM_EnsembleGo)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_EnsembleTape)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_DeepChainGo)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_DeepChainTape)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// A 4-stage pipeline (one layer per stage) fed 16 items.
+struct Pipeline {
+  cf::Graph g;
+  cf::Node x;
+  cf::Node out;
+  std::vector<cf::Bindings> items;
+};
+Pipeline pipeline() {
+  Pipeline p;
+  p.x = p.g.input("x", DType::kFloat32, {128, 256});
+  cf::Node h = p.x;
+  for (int i = 0; i < 4; ++i) h = cf::tanh(cf::matmul(h, p.g.constant(weights({256, 256}, 0.06f))));
+  p.out = h;
+  for (int i = 0; i < 16; ++i) {
+    p.items.push_back(
+        {{p.x, cf::uniform({128, 256}, -1, 1, static_cast<uint64_t>(i), DType::kFloat32)}});
+  }
+  return p;
+}
+void BM_StreamPipeline(benchmark::State& state) {
+  WithScheduler ws(2);
+  Pipeline p = pipeline();
+  cf::GoMachine m(p.g, {.window = 4});
+  m.run(cf::background(), p.items[0]);
+  for (auto _ : state) benchmark::DoNotOptimize(m.stream(cf::background(), p.items, {p.out}));
+}
+void BM_RepeatedRunPipeline(benchmark::State& state) {
+  WithScheduler ws(2);
+  Pipeline p = pipeline();
+  cf::GoMachine m(p.g);
+  m.run(cf::background(), p.items[0]);
+  for (auto _ : state) {
+    for (const cf::Bindings& b : p.items) m.run(cf::background(), b);
+  }
+}
+BENCHMARK(BM_StreamPipeline)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_RepeatedRunPipeline)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+}  // namespace
+
+BENCHMARK_MAIN();
