@@ -15,7 +15,7 @@ void MapObj::insert_new(ObjectRef key, ObjectRef value, uint64_t hash) {
     return;
   }
   const size_t mask = slots.size() - 1;
-  size_t s = hash & mask;
+  size_t s = home_slot(hash);
   while (slots[s] != 0) s = (s + 1) & mask;
   slots[s] = static_cast<uint32_t>(entries.size());
 }
@@ -24,7 +24,7 @@ void MapObj::rebuild_index(size_t capacity) {
   slots.assign(std::bit_ceil(capacity), 0);
   const size_t mask = slots.size() - 1;
   for (size_t i = 0; i < entries.size(); ++i) {
-    size_t s = entries[i].hash & mask;
+    size_t s = home_slot(entries[i].hash);
     while (slots[s] != 0) s = (s + 1) & mask;
     slots[s] = static_cast<uint32_t>(i + 1);
   }
@@ -32,7 +32,7 @@ void MapObj::rebuild_index(size_t capacity) {
 
 size_t MapObj::slot_of(size_t entry_index) const noexcept {
   const size_t mask = slots.size() - 1;
-  size_t s = entries[entry_index].hash & mask;
+  size_t s = home_slot(entries[entry_index].hash);
   while (slots[s] != entry_index + 1) s = (s + 1) & mask;
   return s;
 }
@@ -44,7 +44,7 @@ void MapObj::erase_at(size_t i) {
     const size_t mask = slots.size() - 1;
     size_t hole = slot_of(i);
     for (size_t j = (hole + 1) & mask; slots[j] != 0; j = (j + 1) & mask) {
-      const size_t home = entries[slots[j] - 1].hash & mask;
+      const size_t home = home_slot(entries[slots[j] - 1].hash);
       // Move slot j into the hole unless its home lies cyclically in (hole, j].
       if (((j - home) & mask) >= ((j - hole) & mask)) {
         slots[hole] = slots[j];

@@ -13,6 +13,7 @@
 // Thread-safety: as Array (copy on write; one handle must not be written while used elsewhere).
 #pragma once
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
@@ -55,7 +56,7 @@ class CHANFLOW_API MapObj : public Object {
       return kNotFound;
     }
     const size_t mask = slots.size() - 1;
-    for (size_t s = hash & mask;; s = (s + 1) & mask) {
+    for (size_t s = home_slot(hash);; s = (s + 1) & mask) {
       const uint32_t slot = slots[s];
       if (slot == 0) return kNotFound;
       const Entry& e = entries[slot - 1];
@@ -69,6 +70,12 @@ class CHANFLOW_API MapObj : public Object {
   void clear() noexcept {
     entries.clear();
     slots.clear();
+  }
+  // Fibonacci hashing: multiply by 2^64/phi and keep the top bits, so keys whose hashes differ
+  // only in high bits (or are plain integers) still spread; no modulo.
+  size_t home_slot(uint64_t hash) const noexcept {
+    return static_cast<size_t>((hash * 0x9e3779b97f4a7c15ULL) >>
+                               (std::countl_zero(slots.size()) + 1));
   }
 
   static constexpr const char* kTypeKey = "Map";

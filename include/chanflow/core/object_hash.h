@@ -25,7 +25,8 @@ constexpr uint64_t mix_hash(uint64_t x) noexcept {
   return x;
 }
 
-inline uint64_t hash_int(int64_t v) noexcept { return mix_hash(static_cast<uint64_t>(v)); }
+// Integers hash to themselves: Map spreads them with Fibonacci hashing when it places them.
+inline uint64_t hash_int(int64_t v) noexcept { return static_cast<uint64_t>(v); }
 inline uint64_t hash_string(std::string_view s) noexcept {
   return mix_hash(std::hash<std::string_view>()(s));
 }
