@@ -584,9 +584,9 @@ def chart(table, path):
     height = max(400, 22 * len(pts) + 120)
     # One horizontal bar per row from 1 (on target) to its score, on a log axis: green = met.
     script = f"""
-set terminal {term} size 1200,{height} noenhanced
+set terminal {term} size 1600,{height} noenhanced
 set output '{path}'
-set title 'chanflow vs peers: ratio / target bound (left of 1 = target met)'
+set title 'chanflow / peer, relative to target (left of 1 = met)'
 set style fill solid 0.8
 set logscale x 2
 set xrange [0.03:32]
