@@ -2,6 +2,8 @@
 #include "chanflow/ir/attr.h"
 
 #include <array>
+#include <cmath>
+#include <type_traits>
 #include <sstream>
 
 #include "chanflow/core/error.h"
@@ -36,14 +38,24 @@ bool list_of(const ObjectRef& v) {
   return true;
 }
 
+// Values compare equal when they are equal or both NaN (a program with a NaN attribute equals
+// itself after a round trip).
+template <class V>
+bool same_value(V a, V b) {
+  if constexpr (std::is_floating_point_v<V>) {
+    if (std::isnan(a) && std::isnan(b)) return true;
+  }
+  return a == b;
+}
+
 template <class Box>
 bool same_list(const ObjectRef& a, const ObjectRef& b) {
   const auto& x = a.as<ArrayObj>()->data;
   const auto& y = b.as<ArrayObj>()->data;
   if (x.size() != y.size()) return false;
   for (size_t i = 0; i < x.size(); ++i) {
-    if (x[i].as<typename Box::ContainerType>()->value !=
-        y[i].as<typename Box::ContainerType>()->value) {
+    if (!same_value(x[i].as<typename Box::ContainerType>()->value,
+                    y[i].as<typename Box::ContainerType>()->value)) {
       return false;
     }
   }
@@ -181,7 +193,7 @@ bool Attr::equals(const Attr& other) const noexcept {
     case AttrType::kBlock:
       return a.as<IntObj>()->value == b.as<IntObj>()->value;
     case AttrType::kFloat:
-      return a.as<FloatObj>()->value == b.as<FloatObj>()->value;
+      return same_value(a.as<FloatObj>()->value, b.as<FloatObj>()->value);
     case AttrType::kString:
       return a.as<StringObj>()->data == b.as<StringObj>()->data;
     case AttrType::kBoolean:

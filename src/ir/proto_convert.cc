@@ -183,6 +183,15 @@ VarDesc convert_var(const pb::VarDesc& v, const Cursor& c) {
   std::vector<int64_t> dims;
   int64_t lod_level = 0;
   int64_t capacity = 0;
+  // A description must belong to the variable's kind (the saver writes only that one).
+  if (t.has_lod_tensor() && t.type() != pb::VarType::LOD_TENSOR) {
+    c.fail(who + " has a 'lod_tensor' description but its type is " +
+           pb::VarType::Type_Name(t.type()));
+  }
+  if (t.has_selected_rows() && t.type() != pb::VarType::SELECTED_ROWS) {
+    c.fail(who + " has a 'selected_rows' description but its type is " +
+           pb::VarType::Type_Name(t.type()));
+  }
   if (t.has_lod_tensor()) {
     const auto& lt = t.lod_tensor();
     if (lt.has_tensor() && lt.tensor().has_data_type()) data_type = lt.tensor().data_type();
@@ -200,11 +209,6 @@ VarDesc convert_var(const pb::VarDesc& v, const Cursor& c) {
     if (!t.channel().has_data_type()) c.fail(who + ": channel description without 'data_type'");
     data_type = t.channel().data_type();
     capacity = t.channel().capacity();
-  }
-  if (t.has_lod_tensor() && t.type() == pb::VarType::CHANNEL) {
-    c.fail(who +
-           " is a CHANNEL but has a 'lod_tensor' description (use 'channel { data_type "
-           "capacity }')");
   }
   return VarDesc::make(v.name(), t.type(), data_type, std::move(dims), lod_level, capacity,
                        v.persistable());
