@@ -115,6 +115,9 @@ class Sources:
         if target in self.build_errors:
             raise Unavailable(f"{target} did not build ({what})")
         exe = BUILD / "bench" / target
+        target = target.split("/")[-1]
+        if target in self.build_errors:
+            raise Unavailable(f"{target} did not build ({what})")
         if not exe.exists():
             raise Unavailable(f"{target} not built ({what})")
         return exe
@@ -176,6 +179,8 @@ class Sources:
                 v = b["bytes_per_thread"]
             elif "ns_per_op" in b:
                 v = b["ns_per_op"]
+            elif "ns_per_node" in b:
+                v = b["ns_per_node"]
             else:
                 v = b["real_time"] * per_unit[b.get("time_unit", "ns")] / b.get("ops_per_iter", 1)
             res.setdefault(name, []).append(v)
@@ -218,6 +223,11 @@ class Sources:
             res.update(self.gbench(e, env={"OPENBLAS_NUM_THREADS": "1"},
                                    min_time=self.args.min_time))
         return res
+
+    def src_cf_layer(self, layer):
+        """bench/<layer>/ binaries written by the graph and exec layers."""
+        exe = self.chanflow_exe(f"{layer}/chanflow_{layer}_bench", f"{layer} layer")
+        return self.gbench(exe, env={"OPENBLAS_NUM_THREADS": "1"})
 
     def src_blas(self):
         return self.gbench(self.build_peer("blas_memcpy_peer"), env={"OPENBLAS_NUM_THREADS": "1"},
@@ -391,18 +401,24 @@ def rows():
     add("tensor", "matmul 1024^2 float32", ("cf_tensor", "BM_Matmul/1024#flops"),
         ("blas", "BM_SgemmDirect/1024#flops"), "OpenBLAS sgemm direct", "GFLOP/s", (">=", 0.95),
         lambda f: f / 1e9)
-    # GoMachine (graph layer) against oneTBB flow graph: per-node run time, 100k empty nodes.
+    # GoMachine (graph layer, bench/graph/) against oneTBB flow graph: per-node run time, 100k
+    # empty nodes; and against its own TapeMachine (speed-up = Tape time / GoMachine time).
     for t in (1, 2):
-        for shape, key in (("linear chain", "graph_chain_run"), ("fan-out", "graph_fanout_run")):
+        for shape, cf_key, key in (("linear chain", "BM_GoChain", "graph_chain_run"),
+                                   ("fan-out", "BM_GoFanout", "graph_fanout_run")):
             add("graph", f"per-node overhead, 100k-node {shape}, {t} worker{'s' * (t > 1)}",
-                ("na", "GoMachine (graph layer) does not exist yet"), (f"tbb:{t}", key),
+                ("cf_layer:graph", f"{cf_key}/100000/{t}"), (f"tbb:{t}", key),
                 f"oneTBB flow graph {t} thread{'s' * (t > 1)}", "ns/node", ("<=", 1.5))
-    add("graph", "wide graph with tensor work, 2 workers, vs own TapeMachine",
-        ("na", "GoMachine / TapeMachine do not exist yet"), ("none",),
-        "chanflow TapeMachine", "x", (">=", 1.7))
-    add("executor", "per-op dispatch, trivial op in a 1M-iteration while loop",
-        ("na", "executor (exec layer) does not exist yet"), ("none",), "—",
-        "ns/op", ("abs<=", 200.0))
+    add("graph", "wide ensemble with tensor work, 2 workers: speed-up over TapeMachine",
+        ("cf_layer:graph", "BM_EnsembleGo/2"), ("cf_layer:graph", "BM_EnsembleTape"),
+        "chanflow TapeMachine", "runs/s", (">=", 1.7), lambda ns: 1e9 / ns)
+    add("graph", "deep chain, 2 workers: speed vs TapeMachine (never < 1/1.15)",
+        ("cf_layer:graph", "BM_DeepChainGo/2"), ("cf_layer:graph", "BM_DeepChainTape"),
+        "chanflow TapeMachine", "runs/s", (">=", 1 / 1.15), lambda ns: 1e9 / ns)
+    for extra in (0, 4):
+        add("executor", f"per-op dispatch, 1M-iteration while loop, {2 + extra} trivial ops/iter",
+            ("cf_layer:exec", f"BM_WhileLoopDispatch/1000000/{extra}"), ("none",), "—", "ns/op",
+            ("abs<=", 200.0))
     return r
 
 
