@@ -28,6 +28,15 @@ Tensor sum_to_kernel(const Tensor& a, const Shape& target, DType dtype, const Ke
 
 }  // namespace
 
+void check_context(const Context& ctx) {
+  ctx.throw_if_done();
+  // The deadline is also checked against the clock: the timer that ends the context runs on a
+  // scheduler worker, which may itself be busy in a long kernel.
+  if (std::optional<Clock::time_point> d = ctx.deadline(); d && Clock::now() >= *d) {
+    CHANFLOW_THROW(DeadlineExceededError) << "context deadline exceeded";
+  }
+}
+
 Tensor eval_node(const NodeData& n, const Tensor* in, const Context* ctx, Tensor reuse) {
   KernelOptions o;
   if (ctx != nullptr) {
@@ -39,8 +48,8 @@ Tensor eval_node(const NodeData& n, const Tensor* in, const Context* ctx, Tensor
     }
     const int64_t chunk = n.op == OpKind::kMatmul ? kChunkMultiplyAdds : kChunkElements;
     if (work > chunk) {
-      ctx->throw_if_done();
-      o.between_chunks = [ctx] { ctx->throw_if_done(); };
+      check_context(*ctx);
+      o.between_chunks = [ctx] { check_context(*ctx); };
       o.chunk_elements = chunk;
     }
   }

@@ -178,8 +178,13 @@ void GoMachineImpl::fail(RunState& r, const NodeData& n, std::exception_ptr e) {
 
 namespace {
 // Whether `e` is the context's own cancellation surfacing from a kernel or custom op.
+bool deadline_passed(const Context& ctx) {
+  std::optional<Clock::time_point> d = ctx.deadline();
+  return d && Clock::now() >= *d;
+}
+
 bool interrupted_by(const Context& ctx, const std::exception_ptr& e) {
-  if (!ctx.err()) return false;
+  if (!ctx.err() && !deadline_passed(ctx)) return false;
   try {
     std::rethrow_exception(e);
   } catch (const CanceledError&) {
@@ -271,6 +276,7 @@ void GoMachineImpl::throw_run_error(RunState& r) {
     throw MachineError(std::move(failures));
   }
   if (ctx_err) std::rethrow_exception(ctx_err);
+  if (deadline_passed(r.ctx)) throw DeadlineExceededError("context deadline exceeded");
   throw CanceledError("GoMachine: run cancelled");
 }
 

@@ -90,7 +90,7 @@ const char* op_kind_name(OpKind op) noexcept {
 }
 
 const Context& OpContext::ctx() const { return *ctx_; }
-void OpContext::check() const { ctx_->throw_if_done(); }
+void OpContext::check() const { detail::check_context(*ctx_); }
 
 namespace detail {
 std::string describe(const NodeData& n) {

@@ -45,6 +45,9 @@ inline Node node_of(GraphImpl* g, int64_t id) { return Node(g, id); }
 // against the inferred ones.
 Tensor eval_node(const NodeData& n, const Tensor* operands, const Context* ctx, Tensor reuse);
 
+// Throws the context's error, or DeadlineExceededError once its deadline has passed on the clock.
+void check_context(const Context& ctx);
+
 // "node 'name' (op #id)" for error messages.
 std::string describe(const NodeData& n);
 

@@ -30,7 +30,7 @@ void TapeMachine::run(const Context& ctx, const Bindings& inputs) {
     try {
       values[static_cast<std::size_t>(i)] = detail::eval_node(n, args.data(), &ctx, Tensor());
     } catch (...) {
-      if (ctx.err()) ctx.throw_if_done();  // the run was cancelled, not the op's own failure
+      detail::check_context(ctx);  // the run was cancelled/timed out: not the op's own failure
       throw MachineError({detail::failure_of(n, std::current_exception())});
     }
   }
