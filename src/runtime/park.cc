@@ -1,16 +1,10 @@
 // park.cc — parking and waking green threads and OS threads.
-#include <linux/futex.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <climits>
-#include <ctime>
 #include <string>
 
 #include "chanflow/core/error.h"
 #include "chanflow/runtime/detail/wait.h"
 #include "deadlock.h"
+#include "futex.h"
 #include "scheduler_impl.h"
 
 namespace chanflow::detail {
@@ -18,23 +12,6 @@ namespace {
 
 thread_local Parker t_os_parker;
 thread_local std::string t_deadlock_report;
-
-void futex_wait(std::atomic<uint32_t>* word, uint32_t expected, long timeout_ns) {
-  struct timespec ts;
-  struct timespec* tsp = nullptr;
-  if (timeout_ns > 0) {
-    ts.tv_sec = timeout_ns / 1000000000L;
-    ts.tv_nsec = timeout_ns % 1000000000L;
-    tsp = &ts;
-  }
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT_PRIVATE, expected, tsp, nullptr,
-          0);
-}
-
-void futex_wake(std::atomic<uint32_t>* word) {
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr,
-          nullptr, 0);
-}
 
 uint32_t os_park(Parker* p, void (*unlock)(void*), void* arg) {
   p->os_word.store(0, std::memory_order_relaxed);
@@ -97,7 +74,7 @@ void unpark(Parker* p) noexcept {
     return;
   }
   p->os_word.store(1, std::memory_order_release);
-  futex_wake(&p->os_word);
+  futex_wake_all(&p->os_word);
 }
 
 void throw_park_canceled(Parker* p) {
@@ -111,7 +88,7 @@ void throw_park_canceled(Parker* p) {
 void poke_os_waiter(Parker* p) noexcept {
   uint32_t zero = 0;
   if (p->os_word.compare_exchange_strong(zero, 2, std::memory_order_acq_rel)) {
-    futex_wake(&p->os_word);
+    futex_wake_all(&p->os_word);
   }
 }
 

@@ -16,6 +16,7 @@
 #include "chanflow/core/check.h"
 #include "chanflow/core/error.h"
 #include "deadlock.h"
+#include "futex.h"
 #include "sanitizer.h"
 #include "scheduler_impl.h"
 #include "trace_impl.h"
@@ -167,7 +168,7 @@ void SchedulerImpl::stop() {
   stopping.store(true, std::memory_order_seq_cst);
   for (auto& w : workers) {
     w->sleep_word.store(0, std::memory_order_seq_cst);
-    w->sleep_word.notify_one();
+    futex_wake_all(&w->sleep_word);
   }
   for (auto& w : workers) w->thread.join();
 }
@@ -346,7 +347,7 @@ void SchedulerImpl::wake_idle() {
     if (v->sleep_word.load(std::memory_order_relaxed) == 1 &&
         v->sleep_word.exchange(0, std::memory_order_seq_cst) == 1) {
       nidle.fetch_sub(1, std::memory_order_seq_cst);
-      v->sleep_word.notify_one();
+      futex_wake_all(&v->sleep_word);
       return;  // v now counts as the spinning worker
     }
   }
@@ -424,7 +425,7 @@ Task* SchedulerImpl::find_work(Worker* w) {
       continue;
     }
     while (w->sleep_word.load(std::memory_order_acquire) == 1) {
-      w->sleep_word.wait(1, std::memory_order_acquire);
+      futex_wait(&w->sleep_word, 1);
     }
     if (!stopping.load(std::memory_order_acquire)) {
       w->spinning = true;
