@@ -92,6 +92,7 @@ ThreadRecord* RunState::add_thread(std::string name) {
   std::lock_guard<std::mutex> lock(mu);
   threads.emplace_back();
   ThreadRecord* t = &threads.back();
+  t->self = std::prev(threads.end());
   t->name = std::move(name);
   t->trace_id = next_id.fetch_add(1, std::memory_order_relaxed);
   if (tracing) thread_names.emplace_back(t->trace_id, t->name);
@@ -100,12 +101,7 @@ ThreadRecord* RunState::add_thread(std::string name) {
 
 void RunState::remove_thread(ThreadRecord* t) {
   std::lock_guard<std::mutex> lock(mu);
-  for (auto it = threads.begin(); it != threads.end(); ++it) {
-    if (&*it == t) {
-      threads.erase(it);
-      return;
-    }
-  }
+  threads.erase(t->self);
 }
 
 std::string RunState::describe_waiting() {

@@ -25,6 +25,7 @@ struct ThreadRecord {
   std::string name;
   int64_t trace_id = 0;
   std::atomic<const PreparedOp*> op{nullptr};
+  std::list<ThreadRecord>::iterator self;  // its place in RunState::threads (O(1) removal)
 };
 
 struct OpEvent {
