@@ -1,6 +1,8 @@
 // deadlock.cc — "all green threads are asleep": the condition, the poke and the report.
 #include "deadlock.h"
 
+#include <pthread.h>
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -52,7 +54,17 @@ long process_threads() noexcept {
 // Threads that existed before main (main itself excluded): sanitizer or BLAS helpers. They never
 // wake a chanflow waiter.
 long g_baseline_others = 0;
+#if defined(__SANITIZE_THREAD__)
+void* no_op_thread(void* /*arg*/) { return nullptr; }
+#endif
 __attribute__((constructor)) void record_baseline() {
+#if defined(__SANITIZE_THREAD__)
+  // ThreadSanitizer starts its background thread lazily, at the process's first pthread_create.
+  // Start it now (create and join a no-op thread) so the baseline counts it; otherwise it looks
+  // like a foreign thread forever and no deadlock is ever reported under TSan.
+  pthread_t t;
+  if (pthread_create(&t, nullptr, &no_op_thread, nullptr) == 0) pthread_join(t, nullptr);
+#endif
   long n = process_threads();
   g_baseline_others = n > 0 ? n - 1 : 0;
 }

@@ -59,7 +59,11 @@ TEST_P(Deadlock, NilChannelAndMutexAndWaitGroup) {
   cf::Mutex mu;
   mu.lock();
   cf::go("nil-receiver", [] { cf::Chan<int>().recv(); });
-  cf::go("locker", [&] { std::lock_guard<cf::Mutex> g(mu); });
+  auto locker_done = cf::make_chan<cf::Unit>(1);
+  cf::go("locker", [&mu, locker_done] {
+    { std::lock_guard<cf::Mutex> g(mu); }
+    locker_done.send(cf::Unit{});
+  });
   cf::WaitGroup wg;
   wg.add();
   const std::string msg = deadlock_message([&] { wg.wait(); });
@@ -67,6 +71,9 @@ TEST_P(Deadlock, NilChannelAndMutexAndWaitGroup) {
   EXPECT_NE(msg.find("locker: Mutex::lock"), std::string::npos) << msg;
   EXPECT_NE(msg.find("WaitGroup::wait"), std::string::npos) << msg;
   mu.unlock();  // the locker can finish; the nil receiver is unwound at teardown
+  // `mu` lives in this frame: the locker must be done with it (its lock_guard unlocks it) before
+  // the test returns, or it would unlock a destroyed Mutex.
+  locker_done.recv();
 }
 
 TEST_P(Deadlock, MainSelectWithEveryoneAsleep) {
