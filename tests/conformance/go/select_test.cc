@@ -73,7 +73,7 @@ TEST_P(GoSelect, Select) {
 }
 
 // Bytes the allocator has handed out and not taken back (all arenas, mmapped chunks included).
-std::size_t heap_in_use() {
+[[maybe_unused]] std::size_t heap_in_use() {
   struct mallinfo2 mi = mallinfo2();
   return mi.uordblks + mi.hblkhd;
 }
