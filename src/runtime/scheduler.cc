@@ -258,11 +258,17 @@ void SchedulerImpl::ready(Task* t, bool is_new) {
     // alternates here without queue traffic; the task it displaces goes to the queue tail.
     Task* old = w->runnext.exchange(t, std::memory_order_acq_rel);
     if (old != nullptr) local_push(w, old);
-  } else {
-    global_push(t);
+    (void)is_new;
+    wake_idle();
+    return;
   }
+  // seq_cst increment before the push: whoever later sees the task finished (drain, through the
+  // task's own release/acquire chain) also sees this waker registered.
+  external_wakers.fetch_add(1, std::memory_order_seq_cst);
+  global_push(t);
   (void)is_new;
   wake_idle();
+  external_wakers.fetch_sub(1, std::memory_order_release);
 }
 
 void SchedulerImpl::local_push(Worker* w, Task* t) {
@@ -545,6 +551,8 @@ Scheduler::Scheduler(SchedulerOptions options) : impl_(new detail::SchedulerImpl
 
 Scheduler::~Scheduler() {
   impl_->drain();
+  // A waker from outside may still be inside ready() for the task that finished last.
+  while (impl_->external_wakers.load(std::memory_order_acquire) != 0) std::this_thread::yield();
   impl_->stop();
   delete impl_;
 }

@@ -78,6 +78,11 @@ struct SchedulerImpl {
   std::atomic<int> nidle{0};
   std::atomic<bool> stopping{false};
 
+  // Threads outside this scheduler (OS threads, the timer thread, other schedulers' workers)
+  // currently inside ready(). The task such a waker readies may run and finish before the waker
+  // returns, so ~Scheduler waits for this to reach 0 before freeing the workers wake_idle reads.
+  alignas(64) std::atomic<int> external_wakers{0};
+
   // Green threads runnable or running (not parked). 0 with live > 0: all parked.
   alignas(64) std::atomic<int64_t> active{0};
   std::atomic<int64_t> live{0};
