@@ -8,12 +8,18 @@
 namespace cf = chanflow;
 using namespace std::chrono_literals;
 
-// A server that answers each request after `delay`.
+// Every server green thread, so main can wait for the late ones before it returns.
+cf::WaitGroup g_servers;
+
+// A server that answers each request after `delay` (into a buffered channel: a late answer that
+// nobody reads does not block the server).
 cf::Chan<int> slow_server(std::chrono::milliseconds delay, int answer) {
   auto reply = cf::make_chan<int>(1);
+  g_servers.add(1);
   cf::go("server", [reply, delay, answer] {
     cf::sleep_for(delay);  // parks only this green thread
     reply.send(answer);
+    g_servers.done();
   });
   return reply;
 }
@@ -56,5 +62,6 @@ int main() {
               << ")\n";
   }
   failures += deadline && answered >= 1 ? 0 : 1;
+  g_servers.wait();  // the servers that lost their race still finish: nothing is left running
   return failures == 0 ? 0 : 1;
 }
