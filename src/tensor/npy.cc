@@ -266,7 +266,7 @@ Tensor parse_npy(const void* data, size_t size, std::string_view name) {
       for (int64_t i = 0; i < numel; ++i) dst[i] = dst[i] != 0 ? 1 : 0;
     }
   }
-  if (fortran) t = t.transpose().clone();
+  if (fortran) t = numel == 0 ? Tensor::empty(shape, d.dtype) : t.transpose().clone();
   return t;
 }
 

@@ -281,6 +281,23 @@ TEST(Npy, CorruptInputNeverOverReads) {
                cf::Error);
 }
 
+// Regression (found by the .npy fuzzer): an empty Fortran-order array of a huge shape. Its
+// transposed strides, scaled to bytes, overflowed int64 inside the copy kernel (UBSan).
+TEST(Npy, EmptyFortranArrayOfHugeShape) {
+  const std::string header =
+      "{'descr': '<f8', 'fortran_order': True, 'shape': (54, 2203, 22222222222222, 0), }";
+  std::string bytes("\x93NUMPY\x01\x00", 8);
+  bytes += static_cast<char>(header.size() + 1);
+  bytes += '\0';
+  bytes += header + "\n";
+  const Tensor t = cf::parse_npy(bytes.data(), bytes.size(), "empty_fortran.npy");
+  EXPECT_EQ(t.numel(), 0);
+  EXPECT_EQ(t.shape(), (cf::Shape{54, 2203, 22222222222222, 0}));
+  const Tensor big = Tensor::empty({0, 22222222222222, 2203, 54}, DType::kFloat64).transpose();
+  EXPECT_EQ(big.contiguous().numel(), 0) << "copying an empty view never scales its strides";
+  EXPECT_EQ(cf::add(big, big).numel(), 0);
+}
+
 namespace {
 struct Producer {
   std::vector<float> buffer;

@@ -110,11 +110,14 @@ void run_chunked(int64_t total, const KernelOptions& opts, F&& f) {
 }
 
 // Byte strides of tensor t broadcast to `out_shape` (0 along broadcast axes).
+// A tensor with no elements gets all-zero strides: its element strides are never dereferenced and
+// may be huge (a transposed empty tensor of a large shape), so scaling them could overflow.
 inline std::vector<int64_t> broadcast_byte_strides(const Tensor& t, const Shape& out_shape) {
   const int64_t nd = static_cast<int64_t>(out_shape.size());
   const int64_t td = t.ndim();
   const int64_t item = t.itemsize();
   std::vector<int64_t> s(static_cast<size_t>(nd), 0);
+  if (t.numel() == 0) return s;
   for (int64_t i = 0; i < td; ++i) {
     const int64_t od = nd - td + i;
     s[od] = t.shape()[i] == 1 ? 0 : t.strides()[i] * item;
