@@ -81,12 +81,55 @@ void feed_vars(const PreparedProgram& p, const Scope& root,
   }
 }
 
+// The element type key a channel bound to a CHANNEL variable declared with `data_type` must have.
+bool channel_fits(int64_t data_type, const std::string& elem) {
+  if (data_type == static_cast<int64_t>(VarType::kChannel)) return elem == ChannelObj::kTypeKey;
+  if (elem == TensorObj::kTypeKey) return true;  // LOD_TENSOR, or an element type checked by ops
+  if (!is_valid_var_type(data_type) || !is_element_type(static_cast<VarType>(data_type))) {
+    return false;
+  }
+  return elem == "Tensor(" +
+                     std::string(dtype_name(dtype_from_var_type(static_cast<VarType>(data_type)))) +
+                     ")";
+}
+
+void feed_channels(const PreparedProgram& p, const Scope& root,
+                   const std::map<std::string, Channel>& channels) {
+  for (const auto& [name, ch] : channels) {
+    int32_t slot = -1;
+    for (size_t i = 0; i < p.block0_vars.size(); ++i) {
+      if (p.block0_vars[i]->name == name) slot = static_cast<int32_t>(i);
+    }
+    if (slot < 0) {
+      CHANFLOW_THROW(Error) << "channel feed '" << name
+                            << "': block 0 declares no variable of that name";
+    }
+    const VarDesc& v = p.block0_vars[static_cast<size_t>(slot)];
+    if (v->type != static_cast<int64_t>(VarType::kChannel)) {
+      CHANFLOW_THROW(TypeError) << "channel feed '" << name << "': the variable is a "
+                                << var_type_name(v->var_type()) << ", not a channel";
+    }
+    if (!ch.defined()) CHANFLOW_THROW(Error) << "channel feed '" << name << "': null channel";
+    if (!channel_fits(v->data_type, ch->elem_type())) {
+      const std::string declared =
+          is_valid_var_type(v->data_type)
+              ? std::string(var_type_name(static_cast<VarType>(v->data_type)))
+              : std::to_string(v->data_type);
+      CHANFLOW_THROW(TypeError) << "channel feed '" << name << "': the variable is a channel of "
+                                << declared << ", the fed channel carries " << ch->elem_type();
+    }
+    root->set(slot, ch);
+  }
+}
+
 }  // namespace
 
-Scope Executor::run_impl(const Program& program, const std::map<std::string, Tensor>& feed) {
+Scope Executor::run_impl(const Program& program, const std::map<std::string, Tensor>& feed,
+                         const std::map<std::string, Channel>& channels) {
   std::shared_ptr<const PreparedProgram> prog = prepared(program);
   Scope root = Scope::make(Scope(), prog->blocks[0].names);
   feed_vars(*prog, root, feed);
+  feed_channels(*prog, root, channels);
   auto rs = std::make_shared<RunState>(prog.get(), &scheduler(), options_.trace);
   exec_detail::ThreadRecord* main = rs->add_thread("main");
 
@@ -129,14 +172,16 @@ Scope Executor::run_impl(const Program& program, const std::map<std::string, Ten
   return root;
 }
 
-Scope Executor::run_scope(const Program& program, const std::map<std::string, Tensor>& feed) {
-  return run_impl(program, feed);
+Scope Executor::run_scope(const Program& program, const std::map<std::string, Tensor>& feed,
+                          const std::map<std::string, Channel>& channels) {
+  return run_impl(program, feed, channels);
 }
 
 std::map<std::string, Tensor> Executor::run(const Program& program,
                                             const std::map<std::string, Tensor>& feed,
-                                            const std::vector<std::string>& fetch) {
-  Scope root = run_impl(program, feed);
+                                            const std::vector<std::string>& fetch,
+                                            const std::map<std::string, Channel>& channels) {
+  Scope root = run_impl(program, feed, channels);
   std::map<std::string, Tensor> out;
   for (const std::string& name : fetch) {
     std::optional<ObjectRef> v = root.find(name);

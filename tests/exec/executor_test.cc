@@ -8,6 +8,7 @@
 #include "chanflow/core/error.h"
 #include "chanflow/exec.h"
 #include "chanflow/ir/builder.h"
+#include "chanflow/runtime/wait_group.h"
 
 namespace cf = chanflow;
 using cf::Attr;
@@ -317,3 +318,63 @@ TEST(Executor, CancellationStopsBusyGoBlocks) {
 }
 
 }  // namespace
+
+// Channels shared with a run: C++ green threads send on a channel the program receives from, and
+// the program sends its answer on a channel a C++ green thread receives from, while it runs.
+TEST(Executor, RunExchangesValuesOnChannelsBoundByTheCaller) {
+  cf::ProgramBuilder b;
+  cf::Var in = b.declare_channel("in", VarType::kFP64, 0);
+  cf::Var out = b.declare_channel("out", VarType::kLoDTensor, 0);
+  cf::Var sum = b.fill_constant({1}, DType::kFloat64, 0.0);
+  cf::Var v = b.var("v", DType::kFloat64, {1});
+  cf::Var ok = b.var("ok", DType::kBool, {1});
+  b.assign(b.channel_recv(in, v).second, ok);
+  {
+    auto loop = b.while_loop(ok);
+    b.elementwise_add(sum, v, sum);
+    b.assign(b.channel_recv(in, v).second, ok);
+  }
+  b.channel_send(out, sum);
+  cf::Program p = b.build();
+
+  cf::Scheduler s({.workers = 2});
+  cf::Executor ex({.scheduler = &s});
+  cf::Channel chin = cf::Channel::make<cf::TensorObj>(0);
+  cf::Channel chout = cf::Channel::make<cf::TensorObj>(1);
+  cf::WaitGroup wg;
+  wg.add(1);
+  double got = 0;
+  s.go("feeder", [&] {
+    for (double x : {1.0, 2.0, 3.0, 4.0}) chin.send(cf::Tensor::full({1}, x, DType::kFloat64));
+    chin.close();
+    got = cf::downcast<cf::Tensor>(*chout.recv()).item<double>();
+    wg.done();
+  });
+  ex.run(p, {}, {}, {{"in", chin}, {"out", chout}});
+  wg.wait();
+  EXPECT_EQ(got, 10.0);
+}
+
+TEST(Executor, ChannelFeedsAreCheckedAgainstTheDeclarations) {
+  cf::ProgramBuilder b;
+  b.declare_channel("ch", VarType::kFP64, 0);
+  b.declare_channel("chans", VarType::kChannel, 0);
+  b.fill_constant({1}, DType::kFloat64, 1.0, b.var("x", DType::kFloat64, {1}));
+  cf::Program p = b.build();
+  cf::Executor ex;
+  // A channel for a tensor variable, a channel of channels for a tensor channel, and back.
+  EXPECT_THROW(ex.run(p, {}, {}, {{"x", cf::Channel::make<cf::TensorObj>(0)}}), cf::TypeError);
+  EXPECT_THROW(ex.run(p, {}, {}, {{"ch", cf::Channel::make<cf::ChannelObj>(0)}}), cf::TypeError);
+  EXPECT_THROW(ex.run(p, {}, {}, {{"chans", cf::Channel::make<cf::TensorObj>(0)}}), cf::TypeError);
+  EXPECT_THROW(ex.run(p, {}, {}, {{"nope", cf::Channel::make<cf::TensorObj>(0)}}), cf::Error);
+  EXPECT_THROW(ex.run(p, {}, {}, {{"ch", cf::Channel()}}), cf::Error);
+  try {
+    ex.run(p, {}, {}, {{"ch", cf::Channel::make<cf::ChannelObj>(0)}});
+  } catch (const cf::TypeError& e) {
+    EXPECT_NE(std::string(e.what()).find("'ch'"), std::string::npos) << e.what();
+  }
+  // Well-typed feeds run (nothing uses them).
+  EXPECT_NO_THROW(ex.run(p, {}, {},
+                         {{"ch", cf::Channel::make<cf::TensorObj>(0)},
+                          {"chans", cf::Channel::make<cf::ChannelObj>(0)}}));
+}

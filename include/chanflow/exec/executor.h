@@ -3,6 +3,9 @@
 //   cf::Executor ex({.workers = 4});                    // its own 4-worker scheduler
 //   std::map<std::string, cf::Tensor> out =
 //       ex.run(program, /*feed=*/{{"x", x}}, /*fetch=*/{"result"});
+//   cf::Channel batches = cf::Channel::make<cf::TensorObj>(4);   // shared with the program:
+//   ex.run(program, {}, {"accuracy"}, /*channels=*/{{"batches", batches}});  // C++ sends, it
+//   receives
 //
 // A run verifies the program (ProgramError naming block, op index and op type), prepares it once
 // (kernels, attributes and variable slots resolved; cached per program object), feeds block 0's
@@ -33,6 +36,7 @@
 #include "chanflow/core/export.h"
 #include "chanflow/exec/scope.h"
 #include "chanflow/ir/program.h"
+#include "chanflow/runtime/channel.h"
 #include "chanflow/runtime/scheduler.h"
 #include "chanflow/tensor/tensor.h"
 
@@ -63,13 +67,24 @@ class CHANFLOW_API Executor {
   // Runs `program` (see the top of this file). `feed` sets block 0 variables before the run
   // (each must be a declared tensor variable of the declared element type: TypeError otherwise);
   // `fetch` names block 0 tensor variables to return (Error when one is unknown or unset).
+  // `channels` binds block 0 CHANNEL variables to channels the caller holds, so C++ green threads
+  // (or OS threads) and the program exchange values while it runs; the program's channel_create
+  // of such a variable, if any, replaces it. A bound channel must be defined and carry what the
+  // declaration says: a LOD_TENSOR declaration needs a tensor channel
+  // (Channel::make<TensorObj>), an element type (FP32 ...) a tensor channel too (the program's
+  // ops check dtypes as they use the values), CHANNEL a channel of channels
+  // (Channel::make<ChannelObj>); otherwise TypeError naming the variable. A program blocked on a
+  // bound channel waits for the caller's side like any channel operation (a run that fails or is
+  // canceled wakes it); closing the channel is how the caller says "no more values".
   // Blocks until the program and all its green threads finished. Thread-safe.
   std::map<std::string, Tensor> run(const Program& program,
                                     const std::map<std::string, Tensor>& feed = {},
-                                    const std::vector<std::string>& fetch = {});
+                                    const std::vector<std::string>& fetch = {},
+                                    const std::map<std::string, Channel>& channels = {});
 
   // Like run(), and also returns block 0's scope (every block 0 variable, channels too).
-  Scope run_scope(const Program& program, const std::map<std::string, Tensor>& feed = {});
+  Scope run_scope(const Program& program, const std::map<std::string, Tensor>& feed = {},
+                  const std::map<std::string, Channel>& channels = {});
 
   // Verifies and prepares `program` now (run() does it on first use). Throws ProgramError.
   void prepare(const Program& program);
@@ -84,7 +99,8 @@ class CHANFLOW_API Executor {
 
  private:
   std::shared_ptr<const exec_detail::PreparedProgram> prepared(const Program& program);
-  Scope run_impl(const Program& program, const std::map<std::string, Tensor>& feed);
+  Scope run_impl(const Program& program, const std::map<std::string, Tensor>& feed,
+                 const std::map<std::string, Channel>& channels);
 
   ExecutorOptions options_;
   std::unique_ptr<Scheduler> own_scheduler_;
