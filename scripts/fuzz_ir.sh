@@ -4,7 +4,7 @@
 #
 #   scripts/fuzz_ir.sh            # 60 s per target
 #   scripts/fuzz_ir.sh 600        # 10 min per target
-#   scripts/fuzz_ir.sh --ci       # ~25 s per target (CI); exits non-zero on any finding
+#   scripts/fuzz_ir.sh --ci       # ~25 s per target from a fixed seed (CI); non-zero on a finding
 #
 # New inputs libFuzzer finds go to build/fuzz-ir/corpus-<target> (not the repo); crashes to
 # build/fuzz-ir/crash-<target>-*. To keep an interesting input, copy it into fuzz/ir/corpus/.
@@ -13,8 +13,10 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${ROOT}/build/fuzz-ir"
 SECONDS_PER_TARGET=60
+SEED_FLAG=()
 if [[ "${1:-}" == "--ci" ]]; then
   SECONDS_PER_TARGET=25
+  SEED_FLAG=(-seed=1)  # a CI verdict must be reproducible; random exploration is for local runs
 elif [[ -n "${1:-}" ]]; then
   SECONDS_PER_TARGET="$1"
 fi
@@ -39,7 +41,7 @@ for target in text binary; do
   if ! ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=1" \
       "${BUILD}/fuzz_ir_${target}" \
       -max_total_time="${SECONDS_PER_TARGET}" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
-      -print_final_stats=1 -artifact_prefix="${BUILD}/crash-${target}-" \
+      -print_final_stats=1 -artifact_prefix="${BUILD}/crash-${target}-" "${SEED_FLAG[@]}" \
       "${work}" "${ROOT}/fuzz/ir/corpus/${target}" 2>"${BUILD}/fuzz_ir_${target}.log"; then
     echo "fuzz_ir_${target}: FINDING (see ${BUILD}/fuzz_ir_${target}.log and crash-${target}-*)" >&2
     tail -n 60 "${BUILD}/fuzz_ir_${target}.log" >&2

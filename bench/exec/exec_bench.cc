@@ -37,9 +37,9 @@ void BM_WhileLoopDispatch(benchmark::State& state) {
   }
   const int64_t ops_per_run = n * (2 + extra);
   state.SetItemsProcessed(state.iterations() * ops_per_run);
-  state.counters["ns_per_op"] = benchmark::Counter(
-      static_cast<double>(state.iterations() * ops_per_run),
-      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["ns_per_op"] =
+      benchmark::Counter(static_cast<double>(state.iterations() * ops_per_run),
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 BENCHMARK(BM_WhileLoopDispatch)
     ->Args({1000000, 0})

@@ -3,8 +3,8 @@
 
 #include <array>
 #include <cmath>
-#include <type_traits>
 #include <sstream>
+#include <type_traits>
 
 #include "chanflow/core/error.h"
 #include "chanflow/core/reflection.h"

@@ -181,6 +181,19 @@ class CHANFLOW_API Object {
     ref_count_.fetch_add(1, std::memory_order_relaxed);
   }
   void dec_ref() noexcept {
+    // Sole owner: if the count is 1, the caller holds the only reference, so no other thread can
+    // copy it (a copy needs a reference) and nobody else can observe the count again; delete
+    // without a read-modify-write. The acquire load pairs with the release decrements of the
+    // previous owners, so their writes are visible to the destructor. (libstdc++'s shared_ptr
+    // takes the same shortcut since GCC 12; it is most of what make_shared/reset costs.)
+    if (ref_count_.load(std::memory_order_acquire) == 1) {
+      if (deleter_ != nullptr) {
+        deleter_(this);
+      } else {
+        ref_count_.store(0, std::memory_order_relaxed);  // unmanaged: keep the count exact
+      }
+      return;
+    }
 #if defined(__SANITIZE_THREAD__)
     // TSan does not model standalone fences; acq_rel is equivalent and TSan understands it.
     if (ref_count_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
