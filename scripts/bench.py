@@ -386,8 +386,12 @@ def rows():
         ("std", "BM_VectorPushBack"), "std::vector<int64_t>", "ns/elem")
     add("objects", "Array<Int> index (1k)", ("cf_core", "BM_ArrayIndex"),
         ("std", "BM_VectorIndex"), "std::vector<int64_t>", "ns/elem")
-    add("objects", "Map<Int,Int> lookup, 1k int keys", ("cf_core", "BM_MapLookup"),
+    # find() borrows the stored value (no reference-count traffic), the contract of
+    # unordered_map::find, so it carries the target; get() returns an owning handle.
+    add("objects", "Map<Int,Int> find, 1k int keys", ("cf_core", "BM_MapFind"),
         ("std", "BM_UnorderedMapLookup"), "std::unordered_map", "ns", ("<=", 1.2))
+    add("objects", "Map<Int,Int> get (owning handle), 1k int keys", ("cf_core", "BM_MapLookup"),
+        ("std", "BM_UnorderedMapLookup"), "std::unordered_map", "ns")
     add("objects", "Map<Int,Int> lookup by boxed Int key", ("cf_core", "BM_MapLookupBoxedKey"),
         ("std", "BM_UnorderedMapLookup"), "std::unordered_map", "ns")
     # Tensor: chanflow's side is bench/tensor_bench.cc (built as bench/tensor/chanflow_tensor_bench).
