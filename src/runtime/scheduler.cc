@@ -4,9 +4,6 @@
 #include <pthread.h>
 
 #include <algorithm>
-#include <boost/context/fiber.hpp>
-#include <boost/context/preallocated.hpp>
-#include <boost/context/stack_context.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -16,6 +13,7 @@
 #include "chanflow/core/check.h"
 #include "chanflow/core/error.h"
 #include "deadlock.h"
+#include "fiber_switch.h"
 #include "futex.h"
 #include "sanitizer.h"
 #include "scheduler_impl.h"
@@ -68,12 +66,6 @@ std::size_t default_stack_size() {
   return 256 * 1024;
 }
 
-// Boost.Context's allocator hook: the stack belongs to the pool, the worker returns it.
-struct PoolOwnedStack {
-  boost::context::stack_context allocate() { return {}; }
-  void deallocate(boost::context::stack_context& /*sctx*/) noexcept {}
-};
-
 [[noreturn]] void die_of_exception(const Task* t, const char* what) {
   std::fprintf(stderr,
                "chanflow: green thread '%s' terminated by an uncaught exception: %s\n"
@@ -95,7 +87,11 @@ void check_canary(const Task* t) noexcept {
   }
 }
 
-void task_main(Task* t) {
+std::atomic<Scheduler*> g_scoped_default{nullptr};
+
+}  // namespace
+
+void task_body(Task* t) noexcept {
   try {
     t->run(t->fn);
   } catch (const FiberUnwind&) {
@@ -106,11 +102,8 @@ void task_main(Task* t) {
     die_of_exception(t, "a non-std::exception object");
   }
   t->destroy(t->fn);
+  check_canary(t);
 }
-
-std::atomic<Scheduler*> g_scoped_default{nullptr};
-
-}  // namespace
 
 std::string display_name(const Task* t) {
   if (!t->name.empty()) return t->name;
@@ -133,10 +126,7 @@ void switch_out(Task* t) noexcept {
   Worker* w = t->worker;
   check_canary(t);
   trace_record(TraceKind::kPark, t, w->index);
-  san::start_switch(&t->asan_fake, w->stack_bottom, w->stack_size);
-  san::tsan_switch(w->tsan_fiber);
-  t->sink = std::move(t->sink).resume();
-  san::finish_switch(t->asan_fake, nullptr, nullptr);
+  leave_task(t);
 }
 
 SchedulerImpl::SchedulerImpl(Scheduler* o, const SchedulerOptions& options)
@@ -201,11 +191,7 @@ void SchedulerImpl::run_task(Worker* w, Task* t) {
   w->current = t;
   t->worker = w;
   trace_record(TraceKind::kResume, t, w->index);
-  void* fake = nullptr;
-  san::start_switch(&fake, t->slot.bottom(), pool.usable());
-  san::tsan_switch(t->tsan_fiber);
-  t->ctx = std::move(t->ctx).resume();
-  san::finish_switch(fake, nullptr, nullptr);
+  enter_task(w, t);
   w->current = nullptr;
   if (!t->ctx) {
     task_finished(t);
@@ -225,7 +211,8 @@ void SchedulerImpl::run_task(Worker* w, Task* t) {
 
 void SchedulerImpl::task_finished(Task* t) {
   trace_record(TraceKind::kExit, t, t->worker != nullptr ? t->worker->index : -1);
-  san::tsan_destroy(t->tsan_fiber);
+  // The stack keeps its TSan fiber for the next green thread (StackPool): creating one costs
+  // milliseconds and most of a megabyte in libtsan.
   Parker* waiter = nullptr;
   {
     std::lock_guard<SpinLock> lock(all_lock);
@@ -478,6 +465,7 @@ SpawnSlot spawn_begin(SchedulerImpl* s, std::string&& name, std::size_t fn_size,
   char* top = slot.base + s->pool.slot_size(slot);
   Task* t = ::new (task_at(top)) Task();
   t->slot = slot;
+  t->tsan_fiber = slot.tsan_fiber;
   t->sched = s;
   t->name = std::move(name);
   t->parker.task = t;
@@ -498,27 +486,7 @@ void spawn_commit(Task* t, void (*run)(void*), void (*destroy)(void*)) noexcept 
   SchedulerImpl* s = t->sched;
   t->run = run;
   t->destroy = destroy;
-  char* top = static_cast<char*>(t->fn);
-  boost::context::stack_context sctx;
-  sctx.sp = top;
-  sctx.size = static_cast<std::size_t>(top - t->slot.bottom());
-  t->tsan_fiber = san::tsan_create();
-  // Creating a fiber jumps onto its stack for a moment: tell TSan whose stack that is.
-  void* creator = san::tsan_current();
-  san::tsan_switch(t->tsan_fiber);
-  t->ctx = boost::context::fiber(
-      std::allocator_arg, boost::context::preallocated(top, sctx.size, sctx), PoolOwnedStack{},
-      [t](boost::context::fiber&& sink) -> boost::context::fiber {
-        t->sink = std::move(sink);
-        san::finish_switch(nullptr, nullptr, nullptr);
-        task_main(t);
-        Worker* w = t->worker;
-        check_canary(t);
-        san::start_switch(nullptr, w->stack_bottom, w->stack_size);
-        san::tsan_switch(w->tsan_fiber);
-        return std::move(t->sink);
-      });
-  san::tsan_switch(creator);
+  t->ctx = make_task_fiber(t, static_cast<char*>(t->fn));
   {
     std::lock_guard<SpinLock> lock(s->all_lock);
     t->id = s->next_id++;
@@ -527,7 +495,10 @@ void spawn_commit(Task* t, void (*run)(void*), void (*destroy)(void*)) noexcept 
     s->all_head = t;
     s->live.fetch_add(1, std::memory_order_seq_cst);
   }
-  if (!t->name.empty()) san::tsan_set_name(t->tsan_fiber, t->name.c_str());
+#if defined(CHANFLOW_TSAN)
+  // The fiber may have served another green thread before: always rename it.
+  san::tsan_set_name(t->tsan_fiber, display_name(t).c_str());
+#endif
   trace_record(TraceKind::kStart, t, -1);
   s->ready(t, true);
 }
