@@ -1,0 +1,86 @@
+// pipeline.h — data-parallel training of the digits MLP, written as a Go programmer would:
+//
+//   loader ──shards──▶ worker 0..K-1 ──gradients──▶ coordinator ──weights v+1──▶ workers
+//    (shuffle,  (buffered   (GoMachine:          (select: gradients,     │
+//     batch)     chan)       forward+backward)     evaluations, ticker,   └──snapshots──▶ evaluator
+//                                                 deadline)                (eval.pbtxt on the
+//                                                 executor)
+//
+// * The loader green thread shuffles the training rows (seeded) every epoch, cuts each batch
+//   into K equal shards (zero-padded: padding rows add nothing) and sends them on a buffered
+//   channel, tagged with their optimiser step.
+// * K worker green threads receive shards, wait for the weights of that step (each worker has a
+//   capacity-1 channel the coordinator publishes every new version on; a worker keeps the latest),
+//   run forward + backward on their own GoMachine and send the gradients.
+// * The coordinator selects over gradients, evaluation results, a progress ticker (cf::after)
+//   and the run's deadline (a Context). Once it has a step's K gradients it sums them in shard
+//   order (so a run is bit-reproducible for a given seed and worker count), applies Adam and
+//   publishes the next version. After each epoch it hands a snapshot to the evaluator.
+// * The evaluator green thread runs eval.pbtxt on the executor for each snapshot; the test
+//   batches reach the program over channels bound to the run.
+// A deadline stops training where it is (the last weights are evaluated); any error cancels
+// every stage (a cf::Group) and train() rethrows it.
+//
+//   TrainResult r = train(digits, split, {.workers = 2, .epochs = 30});
+//
+// Thread-safety: train() blocks the calling OS thread until the run ends; it creates its own
+// scheduler of `workers` OS threads and must not be called from a green thread.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "dataset.h"
+#include "model.h"
+#include "progress.h"
+
+namespace train_digits {
+
+struct TrainConfig {
+  int workers = 2;  // worker green threads, and the scheduler's OS threads
+  int epochs = 30;
+  int64_t batch_size = 256;  // rows per optimiser step, split across the workers
+  uint64_t seed = 1;
+  ModelShape model{};
+  AdamOptions adam{};
+  std::chrono::milliseconds deadline{0};  // 0: none
+  std::string eval_program;               // path of eval.pbtxt
+  int64_t eval_batch = 128;
+  bool trace = false;        // record the Chrome trace (merged_trace in the result)
+  int64_t trace_steps = 16;  // green-thread and GoMachine node events for the first steps
+  std::chrono::milliseconds tick{200};
+  std::function<void(const ProgressSnapshot&)> on_tick;        // from the coordinator
+  std::function<void(const ProgressSnapshot&)> on_epoch_done;  // after each epoch's eval
+};
+
+struct EpochMetrics {
+  int epoch = 0;
+  double time_s = 0;      // since the start, when the epoch's last step was applied
+  double train_loss = 0;  // mean cross-entropy over the epoch's rows
+  double train_accuracy = 0;
+  double test_accuracy = 0;  // eval.pbtxt on the weights after this epoch
+  double samples_per_s = 0;  // this epoch's training throughput
+};
+
+struct TrainResult {
+  std::vector<EpochMetrics> epochs;  // completed epochs
+  double test_accuracy = 0;          // of the final weights
+  int64_t test_rows = 0;
+  double final_train_loss = 0;
+  int64_t steps = 0;         // optimiser steps applied
+  int64_t samples = 0;       // training rows processed
+  double train_seconds = 0;  // first shard sent -> last step applied
+  double wall_seconds = 0;   // including the final evaluation
+  double samples_per_s = 0;  // samples / train_seconds
+  bool deadline_reached = false;
+  uint64_t weights_hash = 0;  // FNV-1a of the final weights' bytes (reproducibility)
+  std::string trace_json;     // with config.trace: the merged Chrome trace
+  int64_t graph_nodes = 0;    // nodes per worker GoMachine (forward + backward)
+};
+
+TrainResult train(const Digits& digits, const Split& split, const TrainConfig& config);
+
+}  // namespace train_digits

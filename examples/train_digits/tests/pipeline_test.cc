@@ -1,0 +1,146 @@
+// The training pipeline end to end (short): it learns, writes its outputs, its trace parses as a
+// Chrome trace with every kind of track, a fixed seed reproduces a run bit for bit, and a
+// deadline stops it early with the last weights evaluated.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "dataset.h"
+#include "pipeline.h"
+#include "report.h"
+
+namespace td = train_digits;
+
+namespace {
+
+const td::Digits& digits() {
+  static const td::Digits d = td::load_digits(TRAIN_DIGITS_DATA, {.expected_rows = 1797});
+  return d;
+}
+
+td::TrainConfig short_config(int workers, uint64_t seed) {
+  td::TrainConfig c;
+  c.workers = workers;
+  c.epochs = 3;
+  c.batch_size = 64;
+  c.seed = seed;
+  c.model.hidden = 64;
+  c.adam.lr = 1e-2;
+  c.eval_program = TRAIN_DIGITS_PROGRAM;
+  return c;
+}
+
+}  // namespace
+
+TEST(TrainDigits, LearnsAndWritesMetricsAndAChromeTrace) {
+  td::Split split = td::stratified_split(digits(), 0.2, 1);
+  td::TrainConfig c = short_config(2, 1);
+  c.trace = true;
+  c.trace_steps = 4;
+  int ticks_or_epochs = 0;
+  c.on_epoch_done = [&](const td::ProgressSnapshot& s) {
+    EXPECT_GE(s.test_accuracy, 0.0);
+    ++ticks_or_epochs;
+  };
+  td::TrainResult r = td::train(digits(), split, c);
+  EXPECT_EQ(ticks_or_epochs, 3);
+  ASSERT_EQ(r.epochs.size(), 3u);
+  EXPECT_GE(r.test_accuracy, 0.85);
+  EXPECT_EQ(r.test_rows, static_cast<int64_t>(split.test.size()));
+  EXPECT_LT(r.epochs.back().train_loss, r.epochs.front().train_loss);
+  EXPECT_EQ(r.samples, 3 * static_cast<int64_t>(split.train.size()));
+  EXPECT_EQ(r.epochs.back().test_accuracy, r.test_accuracy);
+  EXPECT_FALSE(r.deadline_reached);
+
+  const std::string dir =
+      (std::filesystem::temp_directory_path() / ("train_digits_out_" + std::to_string(::getpid())))
+          .string();
+  td::OutputPaths out = td::write_outputs(dir, c, r);
+  ASSERT_TRUE(std::filesystem::exists(out.metrics_csv));
+  ASSERT_TRUE(std::filesystem::exists(out.metrics_json));
+  std::ifstream csv(out.metrics_csv);
+  int lines = 0;
+  for (std::string l; std::getline(csv, l);) ++lines;
+  EXPECT_EQ(lines, 4);  // header + 3 epochs
+  std::ifstream mj(out.metrics_json);
+  nlohmann::json m = nlohmann::json::parse(mj);
+  EXPECT_EQ(m["summary"]["test_accuracy"].get<double>(), r.test_accuracy);
+
+  std::ifstream tf(out.trace_json);
+  nlohmann::json trace = nlohmann::json::parse(tf);  // throws if not JSON
+  ASSERT_TRUE(trace["traceEvents"].is_array());
+  std::set<std::string> processes;
+  std::set<std::string> stage_names;
+  for (const auto& e : trace["traceEvents"]) {
+    ASSERT_TRUE(e.contains("ph") && e.contains("pid") && e.contains("name")) << e.dump();
+    if (e["ph"] == "X") {
+      ASSERT_TRUE(e["ts"].is_number() && e["dur"].is_number()) << e.dump();
+      EXPECT_GE(e["dur"].get<double>(), 0.0) << e.dump();
+    }
+    if (e["name"] == "process_name") processes.insert(e["args"]["name"].get<std::string>());
+    if (e["pid"] == 3 && e["ph"] == "X") {
+      stage_names.insert(e["name"].get<std::string>().substr(0, 8));
+    }
+  }
+  auto has = [&](const std::string& prefix) {
+    for (const auto& p : processes) {
+      if (p.rfind(prefix, 0) == 0) return true;
+    }
+    return false;
+  };
+  EXPECT_TRUE(has("training pipeline")) << "stage events";
+  EXPECT_TRUE(has("scheduler")) << "green threads";
+  EXPECT_TRUE(has("executor")) << "eval.pbtxt ops";
+  EXPECT_TRUE(has("GoMachine of worker 0")) << "node tracks";
+  EXPECT_TRUE(has("GoMachine of worker 1")) << "node tracks";
+  EXPECT_TRUE(stage_names.count("forward+")) << "worker steps";
+  EXPECT_TRUE(stage_names.count("apply st")) << "optimiser steps";
+  EXPECT_TRUE(stage_names.count("evaluate")) << "evaluations";
+  EXPECT_TRUE(stage_names.count("batch 0")) << "loader batches";
+  std::filesystem::remove_all(dir);
+}
+
+TEST(TrainDigits, FixedSeedReproducesBitForBit) {
+  td::Split split = td::stratified_split(digits(), 0.2, 7);
+  for (int workers : {1, 2}) {
+    td::TrainResult a = td::train(digits(), split, short_config(workers, 7));
+    td::TrainResult b = td::train(digits(), split, short_config(workers, 7));
+    EXPECT_EQ(a.weights_hash, b.weights_hash) << workers << " worker(s)";
+    EXPECT_EQ(a.test_accuracy, b.test_accuracy);
+    ASSERT_EQ(a.epochs.size(), b.epochs.size());
+    for (size_t i = 0; i < a.epochs.size(); ++i) {
+      EXPECT_EQ(a.epochs[i].train_loss, b.epochs[i].train_loss) << "epoch " << i + 1;
+      EXPECT_EQ(a.epochs[i].test_accuracy, b.epochs[i].test_accuracy) << "epoch " << i + 1;
+    }
+  }
+  // Another seed is another run (the hash does depend on the seed).
+  td::TrainResult c = td::train(digits(), split, short_config(1, 8));
+  td::TrainResult d = td::train(digits(), split, short_config(1, 7));
+  EXPECT_NE(c.weights_hash, d.weights_hash);
+}
+
+TEST(TrainDigits, DeadlineStopsTrainingAndEvaluatesTheLastWeights) {
+  td::Split split = td::stratified_split(digits(), 0.2, 1);
+  td::TrainConfig c = short_config(2, 1);
+  c.epochs = 100000;  // far more than the deadline allows
+  c.deadline = std::chrono::milliseconds(300);
+  td::TrainResult r = td::train(digits(), split, c);
+  EXPECT_TRUE(r.deadline_reached);
+  EXPECT_LT(r.epochs.size(), 100000u);
+  EXPECT_GT(r.steps, 0);
+  EXPECT_EQ(r.test_rows, static_cast<int64_t>(split.test.size()));
+  EXPECT_LT(r.train_seconds, 30.0);
+}
+
+TEST(TrainDigits, BadConfigurationAndProgramAreErrors) {
+  td::Split split = td::stratified_split(digits(), 0.2, 1);
+  td::TrainConfig c = short_config(2, 1);
+  c.batch_size = 1;  // fewer rows than workers
+  EXPECT_THROW(td::train(digits(), split, c), chanflow::Error);
+  c = short_config(1, 1);
+  c.eval_program = "/nonexistent/eval.pbtxt";
+  EXPECT_THROW(td::train(digits(), split, c), chanflow::Error);
+}
