@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "runtime_test_util.h"
+#include "sanitizer.h"  // white-box: src/runtime (CHANFLOW_TSAN)
 
 namespace {
 
@@ -133,6 +134,29 @@ TEST(SchedulerTeardown, ParkedForeverGreenThreadsAreUnwound) {
   }
   EXPECT_EQ(unwound.load(), 2);
   EXPECT_EQ(parked_receivers(orphan.base()), 0u);  // its waiter left the channel
+}
+
+// Under ThreadSanitizer a pooled stack keeps its TSan fiber for its next green thread: libtsan's
+// fiber creation zeroes ~0.8 MB (milliseconds each), which made spawn-heavy tests such as
+// RunsManyGreenThreads take minutes and look hung. Elsewhere green threads have no TSan fiber.
+TEST(SchedulerSanitizers, ReusedStackKeepsItsTsanFiber) {
+  cf::Scheduler s({.workers = 1});
+  auto fiber_of_a_green_thread = [&] {
+    auto ch = cf::make_chan<void*>(1);
+    s.go([ch] { ch.send(cf::detail::current_task()->tsan_fiber); });
+    void* fiber = ch.recv().value();
+    while (s.live() != 0) std::this_thread::yield();  // its stack is back in the pool
+    return fiber;
+  };
+  void* first = fiber_of_a_green_thread();
+  void* second = fiber_of_a_green_thread();  // the same (warmest) stack
+#if defined(CHANFLOW_TSAN)
+  EXPECT_NE(first, nullptr);
+  EXPECT_EQ(first, second);
+#else
+  EXPECT_EQ(first, nullptr);
+  EXPECT_EQ(second, nullptr);
+#endif
 }
 
 TEST(SchedulerOptions, StackSizeAndWorkers) {
