@@ -37,7 +37,42 @@ void check_context(const Context& ctx) {
   }
 }
 
+namespace {
+
+// A custom op: the user's function, its result checked against the declared shape and dtype.
+Tensor eval_custom(const NodeData& n, const Tensor* in, const Context* ctx) {
+  static const Context kBackground = background();
+  Tensor r = (*n.fn)(std::span<const Tensor>(in, n.operands.size()),
+                     OpContext(ctx != nullptr ? ctx : &kBackground));
+  if (!r.defined()) {
+    CHANFLOW_THROW(Error) << describe(n) << ": the function returned an undefined tensor";
+  }
+  if (r.shape() != n.shape) {
+    CHANFLOW_THROW(ShapeError) << describe(n) << ": declared shape " << shape_to_string(n.shape)
+                               << ", the function returned " << shape_to_string(r.shape());
+  }
+  if (r.dtype() != n.dtype) {
+    CHANFLOW_THROW(TypeError) << describe(n) << ": declared dtype " << n.dtype
+                              << ", the function returned " << r.dtype();
+  }
+  return r;
+}
+
+}  // namespace
+
 Tensor eval_node(const NodeData& n, const Tensor* in, const Context* ctx, Tensor reuse) {
+  // Fast paths first: sources pass their value through and custom ops need no kernel options
+  // (building KernelOptions and sizing the work cost more than a trivial op itself).
+  switch (n.op) {
+    case OpKind::kInput:
+    case OpKind::kConstant:
+      if (in[0].dtype() == n.dtype && in[0].shape() == n.shape) return in[0];
+      break;
+    case OpKind::kCustom:
+      return eval_custom(n, in, ctx);
+    default:
+      break;
+  }
   KernelOptions o;
   if (ctx != nullptr) {
     int64_t work = 0;
@@ -164,23 +199,8 @@ Tensor eval_node(const NodeData& n, const Tensor* in, const Context* ctx, Tensor
     case OpKind::kSumTo:
       r = sum_to_kernel(in[0], n.target, n.dtype, o);
       break;
-    case OpKind::kCustom: {
-      static const Context kBackground = background();
-      r = (*n.fn)(std::span<const Tensor>(in, n.operands.size()),
-                  OpContext(ctx != nullptr ? ctx : &kBackground));
-      if (!r.defined()) {
-        CHANFLOW_THROW(Error) << describe(n) << ": the function returned an undefined tensor";
-      }
-      if (r.shape() != n.shape) {
-        CHANFLOW_THROW(ShapeError) << describe(n) << ": declared shape " << shape_to_string(n.shape)
-                                   << ", the function returned " << shape_to_string(r.shape());
-      }
-      if (r.dtype() != n.dtype) {
-        CHANFLOW_THROW(TypeError) << describe(n) << ": declared dtype " << n.dtype
-                                  << ", the function returned " << r.dtype();
-      }
-      return r;
-    }
+    case OpKind::kCustom:
+      return eval_custom(n, in, ctx);
   }
   if (r.dtype() != n.dtype) r = cast(r, n.dtype);
   if (r.shape() != n.shape) {

@@ -8,6 +8,16 @@
 // or skipping with a cancellation marker when the run is aborted), so completion is a countdown
 // and no node is left waiting when a run fails.
 //
+// A run whose caller's context ends is abandoned at once: run/stream wake on the context's done
+// channel themselves (they never wait for a busy node thread to notice), mark the run aborted and
+// throw; the abandoned run's nodes skip their ops and drain in the background, and the next
+// run/stream/close (or the destructor) waits for that drain first.
+//
+// Costs per node and run (callgrind on a 10k-node chain, docs/benchmarks.md): one channel send
+// per edge and one receive per operand, a park and a wake-up; no allocation, no lock other than
+// the channels', no O(graph) work per run. A node still missing two or more operands yields once
+// before parking, so a wide fan-in drains its inbox in batches instead of being woken per value.
+//
 // Runs live in `window` slots; stream() keeps several in flight. A node processes runs in the
 // order their last input arrives, which is run order: its producers emit in run order (by
 // induction from the sources, which the feeder kicks in order) and each inbox is FIFO.
@@ -22,6 +32,7 @@
 
 #include "chanflow/runtime/chan.h"
 #include "chanflow/runtime/scheduler.h"
+#include "chanflow/runtime/select.h"
 #include "chanflow/runtime/wait_group.h"
 #include "machine_common.h"
 
@@ -78,7 +89,8 @@ struct NodeState {
 
 // Per slot: one run (or stream item) in flight.
 struct RunState {
-  Context ctx;  // with_cancel(the caller's context)
+  Context ctx;          // with_cancel(the caller's context)
+  Chan<Unit> ctx_done;  // ctx.done(), cached: nodes poll closed() (one load) instead of err()
   uint64_t seq = 0;
   bool trace = false;
   std::atomic<int64_t> remaining{0};
@@ -97,6 +109,9 @@ struct GoMachineImpl {
   std::vector<bool> used;
   std::vector<NodeState> nodes;
   std::vector<NodeState*> sources;
+  std::vector<int64_t> input_ids;      // the input nodes, in id order
+  std::vector<uint32_t> input_index;   // node id -> index in input_ids (inputs only)
+  std::vector<uint32_t> source_input;  // per source: index in input_ids, or kNoInput (constant)
   std::unique_ptr<RunState[]> runs;
   Chan<uint32_t> done;  // slot numbers of finished runs
   WaitGroup exited;
@@ -107,12 +122,19 @@ struct GoMachineImpl {
   int64_t last_slot = -1;  // slot holding the latest completed run's values
   uint64_t next_seq = 0;
   int64_t trace_origin = 0;
+  uint32_t outstanding = 0;  // runs begun whose completion has not been received from `done`
+
+  static constexpr uint32_t kNoInput = 0xFFFFFFFFu;
 
   void start_threads();
   void node_loop(NodeState* n);
   void process(NodeState* n, uint32_t slot);
   void fail(RunState& r, const NodeData& n, std::exception_ptr e);
   void begin(uint32_t slot, const Context& ctx, const std::vector<Tensor>& inputs);
+  std::optional<uint32_t> wait_one(const Chan<Unit>& stop);
+  void abandon();
+  void drain();
+  std::vector<Tensor> resolve(const Bindings& b);
   void check_usable(const char* what);
   [[noreturn]] void throw_run_error(RunState& r);
   bool run_failed(RunState& r) const;
@@ -148,10 +170,28 @@ void GoMachineImpl::start_threads() {
 }
 
 void GoMachineImpl::node_loop(NodeState* n) {
+  // Batching fan-in: while the node still misses >= 2 operands of a run, it does not park as soon
+  // as its inbox is empty but yields once first (if a value arrived since its last yield), so the
+  // producers queued on this worker deposit their values without waking it one by one.
+  bool batch = false;
+  bool progressed = false;
   // State "initial": parked here between runs. Closing the inbox ends the thread.
   for (;;) {
-    std::optional<Msg> m = n->inbox.recv();
-    if (!m) return;
+    std::optional<Msg> m;
+    if (batch) {
+      m = n->inbox.try_recv();
+      if (!m && progressed) {
+        progressed = false;
+        yield();
+        continue;
+      }
+      if (m) progressed = true;
+    }
+    if (!m) {
+      m = n->inbox.recv();
+      if (!m) return;
+      progressed = true;
+    }
     const uint32_t slot = m->slot;
     Pending& p = n->pending[slot];
     RunState& r = runs[slot];
@@ -162,7 +202,11 @@ void GoMachineImpl::node_loop(NodeState* n) {
     } else {
       p.cancelled = true;
     }
-    if (++p.got < n->expected) continue;
+    if (++p.got < n->expected) {
+      batch = n->expected - p.got >= 2;
+      continue;
+    }
+    batch = false;
     process(n, slot);
   }
 }
@@ -208,7 +252,7 @@ void GoMachineImpl::process(NodeState* n, uint32_t slot) {
   if (d.op == OpKind::kInput && !p.args[0].defined() && !p.cancelled) {
     skipped = false;  // an unused input with no value: nothing to compute, nothing to send
   } else if (!p.cancelled && !r.aborted.load(std::memory_order_acquire)) {
-    if (r.ctx.err()) {
+    if (r.ctx_done.closed()) {  // the caller's context ended (or the run was abandoned)
       r.aborted.store(true, std::memory_order_release);
       r.cancelled.store(true, std::memory_order_relaxed);
     } else {
@@ -235,10 +279,18 @@ void GoMachineImpl::process(NodeState* n, uint32_t slot) {
   for (Tensor& a : p.args) a = Tensor();
   p.got = 0;
   p.cancelled = false;
-  // State "emitting output": publish to every subscriber (never blocks: inboxes are sized).
+  // State "emitting output": publish to every subscriber (never blocks: inboxes are sized). The
+  // value is shared (a reference count per edge, no copy); the last edge takes our reference.
   if (r.trace) n->trace.push_back({r.seq, TraceState::kEmitting, now_ns()});
-  for (const Edge& e : n->subscribers) {
-    e.to->inbox.send(Msg{skipped ? kCancelPos : e.pos, slot, value});
+  const std::size_t nsubs = n->subscribers.size();
+  for (std::size_t i = 0; i < nsubs; ++i) {
+    const Edge& e = n->subscribers[i];
+    const uint32_t pos = skipped ? kCancelPos : e.pos;
+    if (i + 1 < nsubs) {
+      e.to->inbox.send(Msg{pos, slot, value});
+    } else {
+      e.to->inbox.send(Msg{pos, slot, std::move(value)});
+    }
   }
   // State "end".
   if (r.trace) n->trace.push_back({r.seq, TraceState::kEnd, now_ns()});
@@ -248,16 +300,53 @@ void GoMachineImpl::process(NodeState* n, uint32_t slot) {
 void GoMachineImpl::begin(uint32_t slot, const Context& ctx, const std::vector<Tensor>& inputs) {
   RunState& r = runs[slot];
   r.ctx = with_cancel(ctx);
+  r.ctx_done = r.ctx.done();
   r.seq = next_seq++;
   r.trace = tracing;
   r.failures.clear();
   r.aborted.store(false, std::memory_order_relaxed);
   r.cancelled.store(false, std::memory_order_relaxed);
   r.remaining.store(size, std::memory_order_release);
-  for (NodeState* s : sources) {
-    const NodeData& d = *s->data;
-    Tensor v = d.op == OpKind::kConstant ? d.value : inputs[static_cast<std::size_t>(d.id)];
-    s->inbox.send(Msg{0, slot, std::move(v)});
+  ++outstanding;
+  for (std::size_t k = 0; k < sources.size(); ++k) {
+    NodeState* s = sources[k];
+    const uint32_t in = source_input[k];
+    s->inbox.send(Msg{0, slot, in == kNoInput ? s->data->value : inputs[in]});
+  }
+}
+
+std::vector<Tensor> GoMachineImpl::resolve(const Bindings& b) {
+  return resolve_input_values(graph.get(), size, b, used, input_ids, input_index);
+}
+
+std::optional<uint32_t> GoMachineImpl::wait_one(const Chan<Unit>& stop) {
+  std::optional<uint32_t> got;
+  if (stop.is_nil()) {
+    got = done.recv();
+  } else {
+    std::optional<Unit> ended;
+    SelectCase cases[] = {SelectCase::recv(done, got), SelectCase::recv(stop, ended)};
+    if (select(std::span<SelectCase>(cases)) == 1) return std::nullopt;
+  }
+  CHANFLOW_CHECK(got.has_value()) << "GoMachine: done channel closed";
+  --outstanding;
+  return got;
+}
+
+void GoMachineImpl::abandon() {
+  // The caller's context ended: every run in flight skips its remaining ops (their contexts are
+  // children of the caller's, so kernels already computing stop between chunks).
+  for (uint32_t i = 0; i < window; ++i) runs[i].aborted.store(true, std::memory_order_release);
+  last_slot = -1;
+}
+
+void GoMachineImpl::drain() {
+  while (outstanding > 0) {
+    std::optional<uint32_t> got = done.recv();
+    CHANFLOW_CHECK(got.has_value()) << "GoMachine: done channel closed";
+    --outstanding;
+    runs[*got].ctx.cancel();
+    runs[*got].failures.clear();
   }
 }
 
@@ -290,6 +379,13 @@ GoMachine::GoMachine(const Graph& g, GoMachineOptions options)
   m.size = g.size();
   m.window = static_cast<uint32_t>(options.window);
   m.used = detail::used_nodes(m.graph.get(), m.size);
+  m.input_index.assign(static_cast<std::size_t>(m.size), detail::GoMachineImpl::kNoInput);
+  for (int64_t i = 0; i < m.size; ++i) {
+    if (m.graph->nodes[static_cast<std::size_t>(i)].op == OpKind::kInput) {
+      m.input_index[static_cast<std::size_t>(i)] = static_cast<uint32_t>(m.input_ids.size());
+      m.input_ids.push_back(i);
+    }
+  }
   m.nodes.resize(static_cast<std::size_t>(m.size));
   m.runs = std::make_unique<detail::RunState[]>(m.window);
   m.done = make_chan<uint32_t>(m.window);
@@ -302,7 +398,10 @@ GoMachine::GoMachine(const Graph& g, GoMachineOptions options)
     for (auto& p : n.pending) p.args.resize(std::max<std::size_t>(arity, 1));
     n.out.resize(m.window);
     n.inbox = make_chan<detail::Msg>(n.expected * m.window);
-    if (arity == 0) m.sources.push_back(&n);
+    if (arity == 0) {
+      m.sources.push_back(&n);
+      m.source_input.push_back(m.input_index[static_cast<std::size_t>(i)]);
+    }
     for (std::size_t k = 0; k < arity; ++k) {
       m.nodes[static_cast<std::size_t>(n.data->operands[k])].subscribers.push_back(
           {&n, static_cast<uint32_t>(k)});
@@ -326,17 +425,29 @@ void GoMachine::run(const Context& ctx, const Bindings& inputs) {
   }
   detail::BusyGuard guard{m.busy};
   m.check_usable("run");
-  std::vector<Tensor> in = detail::resolve_inputs(m.graph.get(), m.size, inputs, m.used);
+  m.drain();  // a run abandoned on its context: wait for its nodes to finish skipping
+  std::vector<Tensor> in = m.resolve(inputs);
   if (m.size == 0) {
     m.last_slot = 0;
     return;
   }
+  if (std::exception_ptr e = ctx.err()) {
+    m.last_slot = -1;
+    std::rethrow_exception(e);
+  }
   m.start_threads();
   const uint32_t slot = 0;
   m.begin(slot, ctx, in);
-  std::optional<uint32_t> got = m.done.recv();
-  CHANFLOW_CHECK(got && *got == slot) << "GoMachine: unexpected completion";
   detail::RunState& r = m.runs[slot];
+  std::optional<uint32_t> got = m.wait_one(ctx.done());
+  if (!got) {
+    // The caller's deadline or cancel: return now; the run drains in the background.
+    m.abandon();
+    std::exception_ptr e = ctx.err();
+    CHANFLOW_CHECK(e != nullptr) << "GoMachine: context done without an error";
+    std::rethrow_exception(e);
+  }
+  CHANFLOW_CHECK(*got == slot) << "GoMachine: unexpected completion";
   if (m.run_failed(r)) {
     m.last_slot = -1;
     m.throw_run_error(r);
@@ -355,32 +466,33 @@ std::vector<std::vector<Tensor>> GoMachine::stream(const Context& ctx,
                              "machine";
   }
   detail::BusyGuard guard{m.busy};
+  m.drain();
   for (const Node& o : outputs) detail::check_node(m.graph.get(), m.size, o, "stream output");
   std::vector<std::vector<Tensor>> results(items.size());
   if (items.empty()) return results;
   if (m.size == 0) {
-    for (const Bindings& b : items) (void)detail::resolve_inputs(m.graph.get(), 0, b, m.used);
+    for (const Bindings& b : items) (void)m.resolve(b);
     m.last_slot = 0;
     return results;
   }
   m.start_threads();
+  const Chan<Unit> stop = ctx.done();
   const std::size_t n = items.size();
   std::size_t fed = 0;
   std::size_t collected = 0;
   std::vector<bool> finished(n, false);
-  std::vector<uint64_t> seq_of_slot(m.window);
-  uint64_t first_seq = m.next_seq;
-  bool stop = false;
+  const uint64_t first_seq = m.next_seq;
+  bool stop_feeding = false;
   std::exception_ptr first_error;
   std::size_t in_flight = 0;
-  while (collected < n && (!stop || in_flight > 0)) {
-    while (!stop && fed < n && fed - collected < m.window) {
+  while (collected < n && (!stop_feeding || in_flight > 0)) {
+    while (!stop_feeding && fed < n && fed - collected < m.window) {
       std::vector<Tensor> in;
       try {
-        in = detail::resolve_inputs(m.graph.get(), m.size, items[fed], m.used);
+        in = m.resolve(items[fed]);
       } catch (...) {
         if (!first_error) first_error = std::current_exception();
-        stop = true;
+        stop_feeding = true;
         break;
       }
       const auto slot = static_cast<uint32_t>(fed % m.window);
@@ -389,8 +501,14 @@ std::vector<std::vector<Tensor>> GoMachine::stream(const Context& ctx,
       ++in_flight;
     }
     if (in_flight == 0) break;
-    std::optional<uint32_t> got = m.done.recv();
-    CHANFLOW_CHECK(got.has_value()) << "GoMachine: done channel closed";
+    std::optional<uint32_t> got = m.wait_one(stop);
+    if (!got) {
+      // The caller's deadline or cancel: stop now; the items in flight drain in the background.
+      m.abandon();
+      std::exception_ptr e = ctx.err();
+      CHANFLOW_CHECK(e != nullptr) << "GoMachine: context done without an error";
+      std::rethrow_exception(e);
+    }
     --in_flight;
     const std::size_t item = static_cast<std::size_t>(m.runs[*got].seq - first_seq);
     finished[item] = true;
@@ -406,7 +524,7 @@ std::vector<std::vector<Tensor>> GoMachine::stream(const Context& ctx,
           }
         }
         r.ctx.cancel();
-        stop = true;
+        stop_feeding = true;
       } else {
         r.ctx.cancel();
         for (const Node& o : outputs) {
@@ -417,7 +535,6 @@ std::vector<std::vector<Tensor>> GoMachine::stream(const Context& ctx,
       ++collected;
     }
   }
-  (void)seq_of_slot;
   if (first_error) {
     m.last_slot = -1;
     std::rethrow_exception(first_error);
@@ -444,6 +561,7 @@ void GoMachine::close() {
     CHANFLOW_THROW(Error) << "GoMachine::close: a run or stream is in progress";
   }
   detail::BusyGuard guard{m.busy};
+  m.drain();
   if (m.closed.exchange(true, std::memory_order_acq_rel)) return;
   if (m.started) {
     for (detail::NodeState& n : m.nodes) n.inbox.close();

@@ -17,6 +17,14 @@ namespace chanflow::detail {
 std::vector<Tensor> resolve_inputs(GraphImpl* g, int64_t size, const Bindings& bindings,
                                    const std::vector<bool>& used);
 
+// The same checks as resolve_inputs, but only the values of the nodes listed in `inputs` (the ids
+// of the machine's input nodes), in that order: O(bindings + inputs), not O(size), per run.
+// `slot_of[id]` is the index of input `id` in `inputs` (any value for non-inputs).
+std::vector<Tensor> resolve_input_values(GraphImpl* g, int64_t size, const Bindings& bindings,
+                                         const std::vector<bool>& used,
+                                         const std::vector<int64_t>& inputs,
+                                         const std::vector<uint32_t>& slot_of);
+
 // used[i]: node i is an operand of some node among the first `size`.
 std::vector<bool> used_nodes(const GraphImpl* g, int64_t size);
 

@@ -165,6 +165,68 @@ TEST_P(GoMachineTest, LargeGraphRerunAndResultOfEveryNode) {
   (void)out;
 }
 
+// A node that computes for `busy` without looking at the run's context (a bounded op that does
+// not cooperate with cancellation), then returns its operand plus one.
+cf::Node busy_op(cf::Graph& g, const cf::Node& in, std::chrono::milliseconds busy) {
+  return g.apply("busy", {in}, in.shape(), in.dtype(),
+                 [busy](std::span<const Tensor> a, const cf::OpContext&) {
+                   const auto until = std::chrono::steady_clock::now() + busy;
+                   while (std::chrono::steady_clock::now() < until) {
+                   }
+                   return cf::add(a[0], Tensor::scalar(1.0, DType::kFloat64));
+                 });
+}
+
+TEST_P(GoMachineTest, DeadlineReturnsWhileEveryWorkerIsBusy) {
+  // More busy ops than workers: every worker is inside an op that ignores the context when the
+  // deadline passes. run must still return at the deadline (the caller waits on the context
+  // itself), and the machine stays usable: the next run waits for the abandoned one to drain.
+  cf::Graph g;
+  cf::Node x = g.input("x", DType::kFloat64, {});
+  std::vector<cf::Node> ops;
+  for (int i = 0; i < GetParam() + 1; ++i) ops.push_back(busy_op(g, x, 300ms));
+  cf::Node total = ops[0];
+  for (std::size_t i = 1; i < ops.size(); ++i) total = total + ops[i];
+  cf::GoMachine m(g);
+  const cf::Bindings b{{x, Tensor::scalar(1.0, DType::kFloat64)}};
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_THROW(m.run(cf::with_timeout(cf::background(), 50ms), b), cf::DeadlineExceededError);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 250ms);
+  EXPECT_THROW((void)m.result(total), cf::Error);  // no completed run
+  m.run(cf::background(), b);
+  EXPECT_EQ(m.result(total).item<double>(), 2.0 * static_cast<double>(ops.size()));
+  // An abandoned stream drains before close returns (the destructor would do the same).
+  EXPECT_THROW((void)m.stream(cf::with_timeout(cf::background(), 20ms), {b, b, b}, {total}),
+               cf::DeadlineExceededError);
+  m.close();
+  EXPECT_TRUE(m.closed());
+}
+
+TEST_P(GoMachineTest, WideFanInMatchesTape) {
+  // 1,500 producers feeding one node: its inbox fills in batches (the node yields instead of
+  // being woken per value); every operand must still land at its own position.
+  cf::Graph g;
+  cf::Node x = g.input("x", DType::kFloat64, {});
+  std::vector<cf::Node> mids;
+  for (int i = 0; i < 1500; ++i) mids.push_back(x * static_cast<double>(i));
+  cf::Node weighted = g.apply("weighted", mids, {}, DType::kFloat64,
+                              [](std::span<const Tensor> a, const cf::OpContext&) {
+                                double s = 0;
+                                for (std::size_t i = 0; i < a.size(); ++i) {
+                                  s += static_cast<double>(i % 7) * a[i].item<double>();
+                                }
+                                return Tensor::scalar(s, DType::kFloat64);
+                              });
+  cf::TapeMachine t(g);
+  cf::GoMachine m(g);
+  for (double v : {1.0, -2.5}) {
+    const cf::Bindings b{{x, Tensor::scalar(v, DType::kFloat64)}};
+    t.run(cf::background(), b);
+    m.run(cf::background(), b);
+    EXPECT_EQ(m.result(weighted).item<double>(), t.result(weighted).item<double>());
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Workers, GoMachineTest, ::testing::Values(1, 2, 4));
 
 }  // namespace
