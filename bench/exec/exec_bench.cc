@@ -1,6 +1,9 @@
 // Per-op dispatch of the executor: a 1M-iteration `while` loop whose body runs trivial ops.
 // Reported: ns per op (items_per_second counts ops). Target (PERFORMANCE.md): <= 200 ns/op.
+// Also: building and running a daisy chain of go blocks (builder capture analysis, spawn cost).
 #include <benchmark/benchmark.h>
+
+#include <vector>
 
 #include "chanflow/exec.h"
 #include "chanflow/ir/builder.h"
@@ -46,6 +49,49 @@ BENCHMARK(BM_WhileLoopDispatch)
     ->Args({1000000, 4})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
+
+// A daisy chain of n go blocks: block k receives from channel k and sends value + 1 on channel
+// k + 1. Building it exercises the builder's capture analysis once per go block.
+cf::Program daisy_chain_program(int64_t n) {
+  cf::ProgramBuilder b;
+  std::vector<cf::Var> chans;
+  chans.reserve(static_cast<size_t>(n) + 1);
+  for (int64_t k = 0; k <= n; ++k) chans.push_back(b.make_channel(cf::DType::kInt64, 0));
+  for (int64_t k = 0; k < n; ++k) {
+    auto go = b.go();
+    auto [v, ok] = b.channel_recv(chans[static_cast<size_t>(k)]);
+    b.channel_send(chans[static_cast<size_t>(k) + 1], b.increment(v, 1.0));
+  }
+  b.channel_send(chans.front(), b.fill_constant({1}, cf::DType::kInt64, 1));
+  auto [result, ok] = b.channel_recv(chans.back(), b.var("result", cf::DType::kInt64, {1}));
+  return b.build();
+}
+
+// Builder cost per go block (PERFORMANCE.md has no target; the point is that it stays linear).
+void BM_BuildDaisyChain(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  for (auto _ : state) benchmark::DoNotOptimize(daisy_chain_program(n));
+  state.counters["us_per_go_block"] =
+      benchmark::Counter(static_cast<double>(state.iterations() * n) / 1e6,
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_BuildDaisyChain)->Arg(300)->Arg(3000)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// Running that program: one green thread per go block, n channel hand-offs.
+void BM_RunDaisyChain(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  cf::Program p = daisy_chain_program(n);
+  cf::Executor ex;
+  ex.prepare(p);
+  for (auto _ : state) {
+    auto out = ex.run(p, {}, {"result"});
+    if (out["result"].item<int64_t>() != n + 1) state.SkipWithError("wrong chain result");
+  }
+  state.counters["us_per_go_block"] =
+      benchmark::Counter(static_cast<double>(state.iterations() * n) / 1e6,
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_RunDaisyChain)->Arg(10000)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 

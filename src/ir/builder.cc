@@ -3,6 +3,7 @@
 #include "chanflow/ir/builder.h"
 
 #include <algorithm>
+#include <deque>
 #include <exception>
 #include <unordered_map>
 #include <unordered_set>
@@ -43,7 +44,9 @@ struct ProgramBuilder::State {
     int64_t select = -1;
   };
 
-  std::vector<BlockState> blocks;
+  // A deque: blocks never move, so `capture_views` can point into them.
+  std::deque<BlockState> blocks;
+  std::vector<ir_detail::CaptureBlockView> capture_views;  // one per block, for close_guard
   std::vector<int64_t> stack;  // open blocks; back() is the current block
   std::unordered_map<std::string, int> counters;
   std::unordered_set<std::string> all_names;
@@ -142,7 +145,8 @@ BlockGuard SelectGuard::case_default() {
 // ---- builder -----------------------------------------------------------------------------------
 
 ProgramBuilder::ProgramBuilder() : state_(std::make_unique<State>()) {
-  state_->blocks.emplace_back();
+  const State::BlockState& root = state_->blocks.emplace_back();
+  state_->capture_views.push_back({root.parent, &root.declared, &root.ops});
   state_->stack.push_back(0);
 }
 
@@ -489,6 +493,8 @@ int64_t ProgramBuilder::open_block() {
   State::BlockState block;
   block.parent = current_block();
   state_->blocks.push_back(std::move(block));
+  const State::BlockState& added = state_->blocks.back();
+  state_->capture_views.push_back({added.parent, &added.declared, &added.ops});
   const int64_t idx = static_cast<int64_t>(state_->blocks.size()) - 1;
   state_->stack.push_back(idx);
   return idx;
@@ -584,11 +590,9 @@ void ProgramBuilder::close_guard(BlockGuard& g) {
     CHANFLOW_THROW(Error) << "ProgramBuilder: guards closed out of order (closing block "
                           << g.block_ << " while block " << current_block() << " is innermost)";
   }
-  // Captures of the closing block's subtree.
-  std::vector<ir_detail::CaptureBlockView> views;
-  views.reserve(state_->blocks.size());
-  for (const auto& b : state_->blocks) views.push_back({b.parent, &b.declared, &b.ops});
-  BlockCaptures cap = ir_detail::compute_captures(views, g.block_);
+  // Captures of the closing block's subtree. Blocks nest in creation order, so its descendants
+  // are exactly the blocks created after it: the analysis scans only those.
+  BlockCaptures cap = ir_detail::compute_captures(state_->capture_views, g.block_, g.block_);
   state_->stack.pop_back();
   const State::GuardInfo info = state_->guards[static_cast<size_t>(g.extra_)];
   const Attr sub_block = Attr::block(g.block_);

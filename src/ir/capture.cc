@@ -1,4 +1,5 @@
 // Which variables a block (and its nested blocks) uses from enclosing blocks.
+#include <algorithm>
 #include <unordered_map>
 
 #include "capture_impl.h"
@@ -26,27 +27,30 @@ class Collector {
 
 }  // namespace
 
-BlockCaptures compute_captures(const std::vector<CaptureBlockView>& blocks, int64_t root) {
+BlockCaptures compute_captures(const std::vector<CaptureBlockView>& blocks, int64_t root,
+                               int64_t scan_from) {
   const int64_t n = static_cast<int64_t>(blocks.size());
-  // in_subtree[b]: b's parent chain reaches root (within n steps, so cycles end).
-  std::vector<char> in_subtree(static_cast<size_t>(n), 0);
-  for (int64_t b = 0; b < n; ++b) {
+  const int64_t first = std::clamp<int64_t>(scan_from, 0, n);
+  // member[b - first]: b's parent chain reaches root (within n steps, so cycles end).
+  std::vector<char> member(static_cast<size_t>(n - first), 0);
+  for (int64_t b = first; b < n; ++b) {
     int64_t cur = b;
     for (int64_t steps = 0; cur >= 0 && cur < n && steps <= n; ++steps) {
       if (cur == root) {
-        in_subtree[static_cast<size_t>(b)] = 1;
+        member[static_cast<size_t>(b - first)] = 1;
         break;
       }
       cur = blocks[static_cast<size_t>(cur)].parent;
     }
   }
+  auto in_subtree = [&](int64_t b) { return b >= first && member[static_cast<size_t>(b - first)]; };
   // Whether `name`, used in block `b`, resolves to a declaration outside the subtree.
   auto is_outer = [&](int64_t b, const std::string& name) {
     int64_t cur = b;
     for (int64_t steps = 0; cur >= 0 && cur < n && steps <= n; ++steps) {
       const auto& view = blocks[static_cast<size_t>(cur)];
       if (view.declared != nullptr && view.declared->count(name) != 0) {
-        return in_subtree[static_cast<size_t>(cur)] == 0;
+        return !in_subtree(cur);
       }
       cur = view.parent;
     }
@@ -64,8 +68,8 @@ BlockCaptures compute_captures(const std::vector<CaptureBlockView>& blocks, int6
       }
     }
   };
-  for (int64_t b = 0; b < n; ++b) {
-    if (!in_subtree[static_cast<size_t>(b)] || blocks[static_cast<size_t>(b)].ops == nullptr) {
+  for (int64_t b = first; b < n; ++b) {
+    if (!in_subtree(b) || blocks[static_cast<size_t>(b)].ops == nullptr) {
       continue;
     }
     for (const OpDesc& op : *blocks[static_cast<size_t>(b)].ops) {

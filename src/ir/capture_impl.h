@@ -19,7 +19,11 @@ struct CaptureBlockView {
 };
 
 // Captures of the subtree rooted at `root`. Blocks whose parent chain is cyclic are treated as
-// outside the subtree.
-BlockCaptures compute_captures(const std::vector<CaptureBlockView>& blocks, int64_t root);
+// outside the subtree. Only blocks with an index >= `scan_from` are considered as members of the
+// subtree: a caller that knows every descendant of root has a larger index (ProgramBuilder, whose
+// blocks nest in creation order) passes `root` and makes the analysis proportional to the subtree
+// rather than to the whole program; pass 0 when nothing is known.
+BlockCaptures compute_captures(const std::vector<CaptureBlockView>& blocks, int64_t root,
+                               int64_t scan_from = 0);
 
 }  // namespace chanflow::ir_detail
