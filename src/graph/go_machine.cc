@@ -29,6 +29,7 @@
 #include <fstream>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <span>
 
 #include "chanflow/runtime/chan.h"
 #include "chanflow/runtime/scheduler.h"
@@ -72,18 +73,21 @@ struct Edge {
 
 // A node's inputs for one run, merged by operand position.
 struct Pending {
-  std::vector<Tensor> args;
+  std::span<Tensor> args;
   uint32_t got = 0;
   bool cancelled = false;
 };
 
+// What a node thread touches per run. The spans point into per-machine arenas laid out in node
+// order (GoMachineImpl::edges, pendings, args, outs): a chain or a layer walks memory
+// sequentially instead of chasing one heap block per node and field.
 struct NodeState {
   const NodeData* data = nullptr;
   Chan<Msg> inbox;
-  std::vector<Edge> subscribers;
-  uint32_t expected = 1;         // messages per run: operand count, or 1 (the kick) for sources
-  std::vector<Pending> pending;  // per slot
-  std::vector<Tensor> out;       // per slot: the node's value in that slot's latest run
+  std::span<Edge> subscribers;
+  uint32_t expected = 1;       // messages per run: operand count, or 1 (the kick) for sources
+  std::span<Pending> pending;  // per slot
+  std::span<Tensor> out;       // per slot: the node's value in that slot's latest run
   std::vector<TraceEvent> trace;
 };
 
@@ -108,6 +112,11 @@ struct GoMachineImpl {
   uint32_t window = 1;
   std::vector<bool> used;
   std::vector<NodeState> nodes;
+  // Arenas behind NodeState's spans, sized once at construction (never reallocated).
+  std::vector<Edge> edges;
+  std::vector<Pending> pendings;
+  std::vector<Tensor> args;
+  std::vector<Tensor> outs;
   std::vector<NodeState*> sources;
   std::vector<int64_t> input_ids;      // the input nodes, in id order
   std::vector<uint32_t> input_index;   // node id -> index in input_ids (inputs only)
@@ -386,25 +395,51 @@ GoMachine::GoMachine(const Graph& g, GoMachineOptions options)
       m.input_ids.push_back(i);
     }
   }
-  m.nodes.resize(static_cast<std::size_t>(m.size));
+  const auto count = static_cast<std::size_t>(m.size);
+  const std::size_t window = m.window;
+  m.nodes.resize(count);
   m.runs = std::make_unique<detail::RunState[]>(m.window);
   m.done = make_chan<uint32_t>(m.window);
-  for (int64_t i = 0; i < m.size; ++i) {
-    detail::NodeState& n = m.nodes[static_cast<std::size_t>(i)];
-    n.data = &m.graph->nodes[static_cast<std::size_t>(i)];
+  // Arena sizes: one edge per operand, window pendings/outs per node, expected x window args.
+  std::vector<uint32_t> nsubs(count, 0);
+  std::size_t nedges = 0;
+  std::size_t nargs = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    const detail::NodeData& d = m.graph->nodes[i];
+    for (int64_t o : d.operands) ++nsubs[static_cast<std::size_t>(o)];
+    nedges += d.operands.size();
+    nargs += std::max<std::size_t>(d.operands.size(), 1) * window;
+  }
+  m.edges.resize(nedges);
+  m.pendings.resize(count * window);
+  m.args.resize(nargs);
+  m.outs.resize(count * window);
+  std::size_t edge_at = 0;
+  std::size_t arg_at = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    detail::NodeState& n = m.nodes[i];
+    n.data = &m.graph->nodes[i];
     const std::size_t arity = n.data->operands.size();
     n.expected = static_cast<uint32_t>(std::max<std::size_t>(arity, 1));
-    n.pending.resize(m.window);
-    for (auto& p : n.pending) p.args.resize(std::max<std::size_t>(arity, 1));
-    n.out.resize(m.window);
+    n.subscribers = std::span<detail::Edge>(m.edges.data() + edge_at, 0);
+    edge_at += nsubs[i];
+    n.pending = std::span<detail::Pending>(m.pendings.data() + i * window, window);
+    for (detail::Pending& p : n.pending) {
+      p.args = std::span<Tensor>(m.args.data() + arg_at, n.expected);
+      arg_at += n.expected;
+    }
+    n.out = std::span<Tensor>(m.outs.data() + i * window, window);
     n.inbox = make_chan<detail::Msg>(n.expected * m.window);
     if (arity == 0) {
       m.sources.push_back(&n);
-      m.source_input.push_back(m.input_index[static_cast<std::size_t>(i)]);
+      m.source_input.push_back(m.input_index[i]);
     }
     for (std::size_t k = 0; k < arity; ++k) {
-      m.nodes[static_cast<std::size_t>(n.data->operands[k])].subscribers.push_back(
-          {&n, static_cast<uint32_t>(k)});
+      // Operands come before their users, so the producer's span is already placed.
+      detail::NodeState& from = m.nodes[static_cast<std::size_t>(n.data->operands[k])];
+      from.subscribers =
+          std::span<detail::Edge>(from.subscribers.data(), from.subscribers.size() + 1);
+      from.subscribers.back() = {&n, static_cast<uint32_t>(k)};
     }
   }
 }
