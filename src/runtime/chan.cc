@@ -112,6 +112,7 @@ bool chan_recv(ChanBase* c, void* out) {
 
 bool chan_try_send(ChanBase* c, void* elem) {
   if (c == nullptr) return false;
+  if (!send_may_proceed(c)) return false;  // Go's fast path: no lock when it cannot succeed
   c->lock_.lock();
   if (c->closed_.load(std::memory_order_relaxed)) {
     c->lock_.unlock();
@@ -134,6 +135,7 @@ bool chan_try_send(ChanBase* c, void* elem) {
 
 int chan_try_recv(ChanBase* c, void* out) {
   if (c == nullptr) return 0;
+  if (!recv_may_proceed(c)) return 0;  // Go's fast path: no lock when it cannot succeed
   c->lock_.lock();
   if (Waiter* s = dequeue_claimable(c->sendq_)) {
     take_from_sender(c, s, out);

@@ -56,23 +56,13 @@ void unlock_all(void* arg) noexcept {
   __builtin_unreachable();  // CHANFLOW_THROW throws at the end of the statement
 }
 
-// Storage for up to kInline objects on the stack (uninitialised), else on the heap.
-// Lock-free "could this case proceed?" for a one-case select with default. A false answer is a
-// true statement about one instant (Go's argument in chan.go): for a receive, "no sender and
-// empty" was observed, then "not closed" (acquire) — the channel cannot have been closed before
-// the first observation, so at that instant it was not ready. Sends mirror it.
+// Lock-free "could this case proceed?" for a one-case select with default (chan_ops.h).
 bool ready_relaxed(const SelectCase& cs) noexcept {
-  const ChanBase* c = cs.chan();
-  if (cs.kind() == SelectCase::Kind::kSend) {
-    const bool full = c->cap_ == 0 ? c->recvq_.empty_relaxed()
-                                   : c->count_.load(std::memory_order_relaxed) == c->cap_;
-    return !full || c->closed_.load(std::memory_order_acquire);
-  }
-  const bool empty =
-      c->cap_ == 0 ? c->sendq_.empty_relaxed() : c->count_.load(std::memory_order_acquire) == 0;
-  return !empty || c->closed_.load(std::memory_order_acquire);
+  return cs.kind() == SelectCase::Kind::kSend ? send_may_proceed(cs.chan())
+                                              : recv_may_proceed(cs.chan());
 }
 
+// Storage for up to kInline objects on the stack (uninitialised), else on the heap.
 template <class T>
 struct Scratch {
   alignas(T) unsigned char inline_[sizeof(T) * kInline];

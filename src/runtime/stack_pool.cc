@@ -11,7 +11,6 @@
 #include <fstream>
 
 #include "chanflow/core/error.h"
-#include "sanitizer.h"
 
 namespace chanflow::detail {
 namespace {
@@ -88,9 +87,6 @@ constexpr std::size_t kGuardedPerChunk = 16;
 constexpr std::size_t kCompactPerChunk = 256;
 // Free stacks beyond this many are returned to the kernel (madvise) when a worker idles.
 constexpr std::size_t kKeepWarm = 4096;
-// ThreadSanitizer builds: warm stacks that keep their TSan fiber (each holds ~0.8 MB of libtsan
-// state); stacks released beyond this many give theirs back.
-constexpr std::size_t kKeepTsanFibers = 256;
 
 }  // namespace
 
@@ -101,8 +97,6 @@ StackPool::StackPool(std::size_t usable, StackGuard mode)
 }
 
 StackPool::~StackPool() {
-  // Every green thread has finished: each TSan fiber belongs to a warm stack.
-  for (const StackSlot& s : warm_) san::tsan_destroy(s.tsan_fiber);
   for (const Chunk& c : chunks_) {
     unregister_chunk(c.registry_index);
     munmap(c.base, c.bytes);
@@ -162,32 +156,16 @@ StackSlot StackPool::acquire() {
       s = free_.back();
       free_.pop_back();
     }
-    if (s.tsan_fiber != nullptr) --warm_fibers_;
     warm_count_.store(warm_.size(), std::memory_order_relaxed);
   }
   if (s.guard == 0) write_canary(s.base);
-#if defined(CHANFLOW_TSAN)
-  if (s.tsan_fiber == nullptr) s.tsan_fiber = san::tsan_create();
-#endif
   return s;
 }
 
 void StackPool::release(StackSlot slot) noexcept {
-  void* drop = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (slot.tsan_fiber != nullptr) {
-      if (warm_fibers_ < kKeepTsanFibers) {
-        ++warm_fibers_;
-      } else {
-        drop = slot.tsan_fiber;
-        slot.tsan_fiber = nullptr;
-      }
-    }
-    warm_.push_back(slot);
-    warm_count_.store(warm_.size(), std::memory_order_relaxed);
-  }
-  san::tsan_destroy(drop);
+  std::lock_guard<std::mutex> lock(mu_);
+  warm_.push_back(slot);
+  warm_count_.store(warm_.size(), std::memory_order_relaxed);
 }
 
 void StackPool::trim() noexcept {
@@ -198,11 +176,6 @@ void StackPool::trim() noexcept {
   const std::size_t excess = warm_.size() > kKeepWarm ? warm_.size() - kKeepWarm : 0;
   for (std::size_t i = 0; i < excess; ++i) {
     madvise(warm_[i].bottom(), usable_, MADV_DONTNEED);
-    if (warm_[i].tsan_fiber != nullptr) {
-      san::tsan_destroy(warm_[i].tsan_fiber);
-      warm_[i].tsan_fiber = nullptr;
-      --warm_fibers_;
-    }
     free_.push_back(warm_[i]);
   }
   warm_.erase(warm_.begin(), warm_.begin() + static_cast<std::ptrdiff_t>(excess));

@@ -21,10 +21,6 @@ namespace chanflow::detail {
 struct StackSlot {
   char* base = nullptr;   // lowest address of the slot (the guard page, if any)
   std::size_t guard = 0;  // guard bytes at base (0: compact, canary at base)
-  // ThreadSanitizer builds: the TSan fiber of the green threads on this stack (null elsewhere).
-  // It stays with a warm stack and serves its next green thread: libtsan's fiber creation maps
-  // and zeroes most of a megabyte (milliseconds), and live TSan fibers are limited to 8128.
-  void* tsan_fiber = nullptr;
   char* bottom() const noexcept { return base + guard; }
 };
 
@@ -42,8 +38,8 @@ class StackPool {
   StackPool(const StackPool&) = delete;
   StackPool& operator=(const StackPool&) = delete;
 
-  // A stack; its usable bytes are [bottom(), base + slot_size()). Under TSan it comes with a TSan
-  // fiber. Throws Error when memory or the guard budget (kAlways) runs out. Thread-safe.
+  // A stack; its usable bytes are [bottom(), base + slot_size()). Throws Error when memory or the
+  // guard budget (kAlways) runs out. Thread-safe.
   StackSlot acquire();
   // Returns a stack to the pool (kept warm: its pages stay resident). Thread-safe.
   void release(StackSlot slot) noexcept;
@@ -65,7 +61,6 @@ class StackPool {
   std::vector<StackSlot> free_;  // never used or trimmed: pages not resident
   std::vector<StackSlot> warm_;  // released stacks, LIFO: the hottest is reused first
   std::atomic<std::size_t> warm_count_{0};
-  std::size_t warm_fibers_ = 0;  // warm stacks holding a TSan fiber (guarded by mu_)
   struct Chunk {
     char* base;
     std::size_t bytes;
