@@ -124,7 +124,7 @@ struct GoMachineImpl {
   std::unique_ptr<RunState[]> runs;
   Chan<uint32_t> done;  // slot numbers of finished runs
   WaitGroup exited;
-  bool started = false;
+  std::size_t spawned = 0;  // node threads started so far (all of them after the first run)
   std::atomic<bool> busy{false};
   std::atomic<bool> closed{false};
   bool tracing = false;
@@ -135,7 +135,7 @@ struct GoMachineImpl {
 
   static constexpr uint32_t kNoInput = 0xFFFFFFFFu;
 
-  void start_threads();
+  bool start_threads(const Context& ctx);
   void node_loop(NodeState* n);
   void process(NodeState* n, uint32_t slot);
   void fail(RunState& r, const NodeData& n, std::exception_ptr e);
@@ -165,17 +165,26 @@ void GoMachineImpl::check_usable(const char* what) {
   }
 }
 
-void GoMachineImpl::start_threads() {
-  if (started) return;
-  started = true;
-  exited.add(static_cast<int>(nodes.size()));
-  for (NodeState& n : nodes) {
-    NodeState* np = &n;
-    go("node " + std::to_string(n.data->id) + " " + n.data->name, [this, np] {
-      node_loop(np);
+// Starts the node threads not started yet. Spawning is not free (a stack each; milliseconds
+// each under TSan), so it stops when the caller's context ends: returns false then, and the next
+// run starts the rest.
+bool GoMachineImpl::start_threads(const Context& ctx) {
+  const Chan<Unit> stop = ctx.done();
+  for (; spawned < nodes.size(); ++spawned) {
+    if (stop.closed()) return false;
+    NodeState* np = &nodes[spawned];
+    exited.add(1);
+    try {
+      go("node " + std::to_string(np->data->id) + " " + np->data->name, [this, np] {
+        node_loop(np);
+        exited.done();
+      });
+    } catch (...) {
       exited.done();
-    });
+      throw;
+    }
   }
+  return true;
 }
 
 void GoMachineImpl::node_loop(NodeState* n) {
@@ -470,7 +479,10 @@ void GoMachine::run(const Context& ctx, const Bindings& inputs) {
     m.last_slot = -1;
     std::rethrow_exception(e);
   }
-  m.start_threads();
+  if (!m.start_threads(ctx)) {
+    m.last_slot = -1;
+    std::rethrow_exception(ctx.err());
+  }
   const uint32_t slot = 0;
   m.begin(slot, ctx, in);
   detail::RunState& r = m.runs[slot];
@@ -510,7 +522,10 @@ std::vector<std::vector<Tensor>> GoMachine::stream(const Context& ctx,
     m.last_slot = 0;
     return results;
   }
-  m.start_threads();
+  if (!m.start_threads(ctx)) {
+    m.last_slot = -1;
+    std::rethrow_exception(ctx.err());
+  }
   const Chan<Unit> stop = ctx.done();
   const std::size_t n = items.size();
   std::size_t fed = 0;
@@ -598,7 +613,7 @@ void GoMachine::close() {
   detail::BusyGuard guard{m.busy};
   m.drain();
   if (m.closed.exchange(true, std::memory_order_acq_rel)) return;
-  if (m.started) {
+  if (m.spawned > 0) {
     for (detail::NodeState& n : m.nodes) n.inbox.close();
     m.exited.wait();
   }
