@@ -25,11 +25,13 @@ packages=(
   libbenchmark-dev          # micro-benchmarks
   libcli11-dev              # the chanflow command line
   nlohmann-json3-dev        # JSON save/load of object graphs
+  zlib1g-dev                # examples/train_digits reads the gzip dataset
   libfmt-dev                # formatting (libstdc++ 12 has no <format>)
   # peers for side-by-side benchmarks (PERFORMANCE.md)
   golang-go libboost-fiber-dev libtbb-dev
   # test oracles and charts
   python3 python3-numpy gnuplot-nox
+  python3-matplotlib        # scripts/plot_training.py (the flagship's loss/accuracy chart)
 )
 
 sudo_cmd=()

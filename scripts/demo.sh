@@ -1,8 +1,38 @@
 #!/usr/bin/env bash
-# demo.sh — the README's main job: install what is needed, build the release preset and run the
-# flagship demonstration.
+# demo.sh — the README's first command: install what is needed, build the release preset, train
+# the flagship (examples/train_digits: data-parallel MLP training on the UCI digits with green
+# threads, channels, select, GoMachine gradients and an executor-run evaluation program), then
+# draw its loss/accuracy chart.
+#
+#   scripts/demo.sh                       # defaults: 2 workers, 30 epochs, outputs in out/train_digits
+#   scripts/demo.sh --workers 1 --epochs 50 --seed 7     # arguments go to train_digits
+#   CHANFLOW_DEMO_OUT=/tmp/run scripts/demo.sh           # another output directory
+#
+# Exit status: non-zero when a step fails (bootstrap, build, training, the chart).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+out=${CHANFLOW_DEMO_OUT:-out/train_digits}
+
 scripts/bootstrap.sh
-scripts/build.sh release >/dev/null
-exec build/release/examples/tensor_pipeline "$@"
+echo "demo: building the release preset (build/release) ..."
+build_log=$(mktemp)
+if ! scripts/build.sh release >"$build_log" 2>&1; then
+  tail -n 30 "$build_log" >&2
+  echo "demo: error: the build failed (full log: $build_log)" >&2
+  exit 1
+fi
+rm -f "$build_log"
+
+build/release/examples/train_digits --out-dir "$out" "$@"
+
+# Debian's matplotlib belongs to /usr/bin/python3 (a python3 earlier on PATH may not have it).
+python=/usr/bin/python3
+[[ -x "$python" ]] || python=python3
+png=$("$python" scripts/plot_training.py "$out/metrics.csv" -o "$out/training.png")
+
+echo
+echo "demo: outputs in $out/"
+echo "  chart:   $png"
+echo "  metrics: $out/metrics.csv, $out/metrics.json"
+[[ -f "$out/trace.json" ]] && echo "  trace:   $out/trace.json  (open it in https://ui.perfetto.dev)"
+exit 0

@@ -35,13 +35,14 @@ int main(int argc, char** argv) {
   double min_accuracy = 0;
   bool no_trace = false;
   int64_t expected_rows = 1797;
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.add_option("--workers", cfg.workers, "worker green threads (= scheduler OS threads)")
       ->capture_default_str()
       ->check(CLI::Range(1, 64));
   app.add_option("--epochs", cfg.epochs, "passes over the training split")
       ->capture_default_str()
       ->check(CLI::Range(1, 100000));
-  app.add_option("--batch-size", cfg.batch_size, "rows per optimiser step (split across workers)")
+  app.add_option("--batch-size", cfg.batch_size, "rows per optimiser step")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   app.add_option("--seed", cfg.seed, "seed of the split, the initial weights and the shuffles")
@@ -52,6 +53,16 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--out-dir", out_dir, "where metrics.csv, metrics.json and trace.json go")
       ->capture_default_str();
+  app.add_option("--shards", cfg.shards_per_step,
+                 "GoMachine runs per optimiser step (each a slice of the batch, taken by any "
+                 "worker; the result does not depend on --workers)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
+  app.add_option("--delay", cfg.delay,
+                 "gradient delay in steps: step s is computed with weights version s - delay "
+                 "(0: synchronous; 1 lets workers run one step ahead)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, int64_t{64}));
   app.add_option("--hidden", cfg.model.hidden, "hidden units")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
@@ -80,10 +91,10 @@ int main(int argc, char** argv) {
     td::Digits digits = td::load_digits(data, {.expected_rows = expected_rows});
     td::Split split = td::stratified_split(digits, test_fraction, cfg.seed);
     std::cout << fmt::format(
-        "train_digits: {} images ({} train / {} test), MLP 64-{}-10, {} worker(s), batch {}, {} "
-        "epochs, seed {}\n",
+        "train_digits: {} images ({} train / {} test), MLP 64-{}-10, {} worker(s), batch {} in {} "
+        "shards, {} epochs, seed {}\n",
         digits.rows, split.train.size(), split.test.size(), cfg.model.hidden, cfg.workers,
-        cfg.batch_size, cfg.epochs, cfg.seed);
+        cfg.batch_size, cfg.shards_per_step, cfg.epochs, cfg.seed);
     td::ProgressBar bar(std::cout, td::ProgressBar::stdout_is_tty());
     cfg.on_tick = [&](const td::ProgressSnapshot& s) { bar.update(s); };
     cfg.on_epoch_done = [&](const td::ProgressSnapshot& s) { bar.epoch_done(s); };

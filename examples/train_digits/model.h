@@ -24,7 +24,7 @@ namespace train_digits {
 
 struct ModelShape {
   int64_t inputs = 64;
-  int64_t hidden = 128;
+  int64_t hidden = 256;
   int64_t classes = 10;
 };
 

@@ -2,6 +2,7 @@
 #include "pipeline.h"
 
 #include <algorithm>
+#include <map>
 #include <optional>
 
 #include "chanflow/core/error.h"
@@ -16,6 +17,7 @@
 #include "evaluator.h"
 #include "rng.h"
 #include "stage_trace.h"
+#include "weight_store.h"
 
 namespace cf = chanflow;
 
@@ -84,14 +86,17 @@ void check_config(const Split& split, const TrainConfig& c) {
   if (c.workers < 1)
     CHANFLOW_THROW(cf::Error) << "train: --workers must be >= 1, got " << c.workers;
   if (c.epochs < 1) CHANFLOW_THROW(cf::Error) << "train: --epochs must be >= 1, got " << c.epochs;
-  if (c.batch_size < c.workers) {
-    CHANFLOW_THROW(cf::Error) << "train: --batch-size (" << c.batch_size
-                              << ") must be at least the number of workers (" << c.workers << ")";
+  if (c.batch_size < 1) {
+    CHANFLOW_THROW(cf::Error) << "train: --batch-size must be >= 1, got " << c.batch_size;
+  }
+  if (c.shards_per_step < 1) {
+    CHANFLOW_THROW(cf::Error) << "train: --shards must be >= 1, got " << c.shards_per_step;
   }
   if (split.train.empty() || split.test.empty()) {
     CHANFLOW_THROW(cf::Error) << "train: empty training or test split";
   }
   if (c.model.hidden < 1) CHANFLOW_THROW(cf::Error) << "train: hidden size must be >= 1";
+  if (c.delay < 0) CHANFLOW_THROW(cf::Error) << "train: --delay must be >= 0, got " << c.delay;
 }
 
 }  // namespace
@@ -102,7 +107,8 @@ TrainResult train(const Digits& digits, const Split& split, const TrainConfig& c
   const auto n_train = static_cast<int64_t>(split.train.size());
   const int64_t batch = std::min(cfg.batch_size, n_train);
   const int64_t steps_per_epoch = (n_train + batch - 1) / batch;
-  const int64_t shard_rows = (batch + k - 1) / k;
+  const int64_t shards_per_step = std::min<int64_t>(cfg.shards_per_step, batch);
+  const int64_t shard_rows = (batch + shards_per_step - 1) / shards_per_step;
   const int64_t total_steps = steps_per_epoch * cfg.epochs;
 
   // Destroyed in reverse: machines and executor before the scheduler they run on.
@@ -140,10 +146,8 @@ TrainResult train(const Digits& digits, const Split& split, const TrainConfig& c
     }
   } stop_trace{cfg.trace};
 
-  auto shards = cf::make_chan<Shard>(static_cast<std::size_t>(2 * k));
+  auto shards = cf::make_chan<Shard>(static_cast<std::size_t>(2 * shards_per_step));
   auto grads = cf::make_chan<Gradient>(static_cast<std::size_t>(k));
-  std::vector<cf::Chan<ParamsPtr>> weights;
-  for (int w = 0; w < k; ++w) weights.push_back(cf::make_chan<ParamsPtr>(1));
   auto snapshots = cf::make_chan<Snapshot>(static_cast<std::size_t>(cfg.epochs + 2));
   auto evals = cf::make_chan<EvalDone>(static_cast<std::size_t>(cfg.epochs + 2));
 
@@ -151,10 +155,8 @@ TrainResult train(const Digits& digits, const Split& split, const TrainConfig& c
   const cf::Context run_ctx = group.context();
   const cf::Context train_ctx =
       cfg.deadline.count() > 0 ? cf::with_timeout(run_ctx, cfg.deadline) : cf::with_cancel(run_ctx);
-  {
-    ParamsPtr v0 = std::make_shared<const Params>(initial);
-    for (auto& ch : weights) ch.send(v0);
-  }
+  // Shards of step s use version s - delay, so versions s - delay .. s may be in use at once.
+  WeightStore store(std::make_shared<const Params>(initial), cfg.delay + 2);
   const int64_t t0 = steady_now_ns();
 
   // ---- loader: shuffle, batch, shard, send ----
@@ -191,17 +193,12 @@ TrainResult train(const Digits& digits, const Split& split, const TrainConfig& c
         for (;;) {
           std::optional<Shard> sh = recv_or_done(shards, train_ctx);
           if (!sh) return;  // no more shards, or training stopped
-          if (!cur || cur->version < sh->step) {
-            auto wait = stages.slice(track, "wait for weights v" + std::to_string(sh->step));
-            while (!cur || cur->version < sh->step) {
-              std::optional<ParamsPtr> p =
-                  recv_or_done(weights[static_cast<std::size_t>(w)], train_ctx);
-              if (!p) return;
-              cur = *p;
-            }
+          const int64_t needed = std::max<int64_t>(0, sh->step - cfg.delay);
+          if (!cur || cur->version != needed) {
+            auto wait = stages.slice(track, "wait for weights v" + std::to_string(needed));
+            cur = store.wait(needed, train_ctx);
+            if (!cur) return;
           }
-          CHANFLOW_CHECK(cur->version == sh->step)
-              << "worker " << w << " has weights v" << cur->version << " for step " << sh->step;
           if (cfg.trace && sh->step == cfg.trace_steps) machine.set_tracing(false);
           Gradient g{sh->step, sh->index, sh->count, sh->rows, {}};
           {
@@ -237,8 +234,13 @@ TrainResult train(const Digits& digits, const Split& split, const TrainConfig& c
 
   // ---- coordinator: select over gradients, evaluations, ticker, deadline ----
   group.go("coordinator", [&] {
-    std::vector<std::optional<Gradient>> pending(static_cast<std::size_t>(k));
-    int got = 0;
+    // Gradients by step (with a delay, step s + 1's can arrive before step s is complete),
+    // each step's by shard index.
+    struct StepGrads {
+      std::vector<std::optional<Gradient>> shards;
+      int got = 0;
+    };
+    std::map<int64_t, StepGrads> pending;
     int64_t version = 0;
     int64_t samples = 0;
     double e_loss = 0, e_correct = 0;
@@ -279,11 +281,11 @@ TrainResult train(const Digits& digits, const Split& split, const TrainConfig& c
       }
       snapshots.close();
     };
-    auto apply_step = [&] {
+    auto apply_step = [&](const StepGrads& step) {
       auto s = stages.slice("coordinator", "apply step " + std::to_string(version));
       int64_t rows = 0;
-      for (int i = 0; i < got; ++i) {
-        const Gradient& g = *pending[static_cast<std::size_t>(i)];
+      for (int i = 0; i < step.got; ++i) {
+        const Gradient& g = *step.shards[static_cast<std::size_t>(i)];
         for (std::size_t p = 0; p < kNumParams; ++p) {
           const float* d = g.out.grads[p].data<float>();
           const auto n = static_cast<std::size_t>(g.out.grads[p].numel());
@@ -302,12 +304,7 @@ TrainResult train(const Digits& digits, const Split& split, const TrainConfig& c
       samples += rows;
       e_rows += rows;
       ParamsPtr next = adam.params(version);
-      for (auto& ch : weights) {  // keep only the latest version in each worker's mailbox
-        (void)ch.try_recv();
-        ch.try_send(next);
-      }
-      for (auto& p : pending) p.reset();
-      got = 0;
+      store.publish(next);
       if (cfg.trace && version == cfg.trace_steps) cf::trace::stop();
       if (version % steps_per_epoch == 0) {
         const int epoch = static_cast<int>(version / steps_per_epoch);
@@ -333,11 +330,21 @@ TrainResult train(const Digits& digits, const Split& split, const TrainConfig& c
           cf::on_recv(grads_in,
                       [&](std::optional<Gradient> g) {
                         CHANFLOW_CHECK(g.has_value()) << "the gradients channel closed";
-                        CHANFLOW_CHECK(g->step == version)
+                        CHANFLOW_CHECK(g->step >= version && g->step <= version + cfg.delay)
                             << "gradient of step " << g->step << " while at step " << version;
-                        pending[static_cast<std::size_t>(g->index)] = std::move(*g);
-                        if (++got == pending[static_cast<std::size_t>(g->index)]->count) {
-                          apply_step();
+                        StepGrads& sg = pending[g->step];
+                        if (sg.shards.empty()) sg.shards.resize(static_cast<std::size_t>(g->count));
+                        const auto idx = static_cast<std::size_t>(g->index);
+                        sg.shards[idx] = std::move(*g);
+                        ++sg.got;
+                        // Apply every complete step, in order.
+                        for (auto it = pending.find(version);
+                             training && it != pending.end() &&
+                             it->second.got == static_cast<int>(it->second.shards.size());
+                             it = pending.find(version)) {
+                          StepGrads done = std::move(it->second);
+                          pending.erase(it);
+                          apply_step(done);
                         }
                       }),
           cf::on_recv(evals,

@@ -7,15 +7,19 @@
 //                                                 executor)
 //
 // * The loader green thread shuffles the training rows (seeded) every epoch, cuts each batch
-//   into K equal shards (zero-padded: padding rows add nothing) and sends them on a buffered
-//   channel, tagged with their optimiser step.
-// * K worker green threads receive shards, wait for the weights of that step (each worker has a
-//   capacity-1 channel the coordinator publishes every new version on; a worker keeps the latest),
+//   into `shards_per_step` equal shards (zero-padded: padding rows add nothing) and sends them on
+//   a buffered channel, tagged with their optimiser step.
+// * K worker green threads take shards as they come (a fast worker takes more: the load
+//   balances itself), get the weights version the shard's step uses — step s uses version
+//   s - delay; delay 0 (the default) is synchronous data-parallel SGD, delay 1 lets workers
+//   start step s + 1 while the last shards of step s are still computed instead of meeting at a
+//   barrier every step — from the versioned WeightStore (waiting for it if it is not out yet),
 //   run forward + backward on their own GoMachine and send the gradients.
 // * The coordinator selects over gradients, evaluation results, a progress ticker (cf::after)
-//   and the run's deadline (a Context). Once it has a step's K gradients it sums them in shard
-//   order (so a run is bit-reproducible for a given seed and worker count), applies Adam and
-//   publishes the next version. After each epoch it hands a snapshot to the evaluator.
+//   and the run's deadline (a Context). Once it has all of a step's gradients it sums them in
+//   shard order, applies Adam and publishes the next version. After each epoch it hands a
+//   snapshot to the evaluator. Which worker computed a shard does not change a bit of the
+//   result: a seed gives the same run with any number of workers.
 // * The evaluator green thread runs eval.pbtxt on the executor for each snapshot; the test
 //   batches reach the program over channels bound to the run.
 // A deadline stops training where it is (the last weights are evaluated); any error cancels
@@ -41,11 +45,13 @@ namespace train_digits {
 
 struct TrainConfig {
   int workers = 2;  // worker green threads, and the scheduler's OS threads
-  int epochs = 30;
-  int64_t batch_size = 256;  // rows per optimiser step, split across the workers
+  int epochs = 40;
+  int64_t batch_size = 512;     // rows per optimiser step
+  int64_t shards_per_step = 4;  // a batch is cut into this many GoMachine runs (any worker's)
+  int64_t delay = 0;            // step s's gradients use weights version s - delay (0: sync)
   uint64_t seed = 1;
   ModelShape model{};
-  AdamOptions adam{};
+  AdamOptions adam{.lr = 5e-3};
   std::chrono::milliseconds deadline{0};  // 0: none
   std::string eval_program;               // path of eval.pbtxt
   int64_t eval_batch = 128;

@@ -44,6 +44,8 @@ OutputPaths write_outputs(const std::string& dir, const TrainConfig& c, const Tr
   j["config"] = {{"workers", c.workers},
                  {"epochs", c.epochs},
                  {"batch_size", c.batch_size},
+                 {"shards_per_step", c.shards_per_step},
+                 {"delay", c.delay},
                  {"seed", c.seed},
                  {"hidden", c.model.hidden},
                  {"learning_rate", c.adam.lr},
