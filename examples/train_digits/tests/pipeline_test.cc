@@ -110,6 +110,7 @@ TEST(TrainDigits, FixedSeedReproducesBitForBit) {
     uint64_t hash_1_worker = 0;
     for (int workers : {1, 2}) {
       td::TrainConfig c = short_config(workers, 7);
+      c.epochs = 2;
       c.delay = delay;
       td::TrainResult a = td::train(digits(), split, c);
       td::TrainResult b = td::train(digits(), split, c);
