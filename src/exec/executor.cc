@@ -133,7 +133,7 @@ Scope Executor::run_impl(const Program& program, const std::map<std::string, Ten
   auto rs = std::make_shared<RunState>(prog.get(), &scheduler(), options_.trace);
   exec_detail::ThreadRecord* main = rs->add_thread("main");
 
-  auto on_error = [&](std::exception_ptr e) {
+  auto on_error = [&](const std::exception_ptr& e) {
     try {
       std::rethrow_exception(e);
     } catch (const DeadlockError&) {

@@ -168,7 +168,7 @@ std::vector<TensorInfo> infer_reduce(const OpDesc& op, const std::vector<TensorI
   const bool all = op.attr("reduce_all") && op.attr("reduce_all")->as_bool();
   const bool keep = op.attr("keep_dim") && op.attr("keep_dim")->as_bool();
   std::vector<int64_t> dims = op.attr("dim") ? op.attr("dim")->as_ints() : std::vector<int64_t>{0};
-  const int64_t nd = static_cast<int64_t>(x.shape.size());
+  const auto nd = static_cast<int64_t>(x.shape.size());
   std::vector<bool> red(static_cast<size_t>(nd), all || dims.empty());
   for (int64_t d : dims) {
     const int64_t a = d < 0 ? d + nd : d;

@@ -155,7 +155,7 @@ std::shared_ptr<const PreparedProgram> prepare_program(const Program& program) {
       for (VarRef r : refs_of(op)) {
         if (!r.valid()) continue;
         int32_t dist = 0;
-        for (int32_t g = static_cast<int32_t>(b); g >= 0;
+        for (auto g = static_cast<int32_t>(b); g >= 0;
              g = prog->blocks[static_cast<size_t>(g)].parent, ++dist) {
           if (prog->blocks[static_cast<size_t>(g)].is_go && r.depth > dist) {
             escapes[static_cast<size_t>(g)] = true;

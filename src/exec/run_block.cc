@@ -69,7 +69,7 @@ void run_block(RunState& rs, int32_t b, ScopeObj* scope, ThreadRecord* thread) {
   }
 }
 
-void RunState::fail(std::exception_ptr e) {
+void RunState::fail(const std::exception_ptr& e) {
   {
     std::lock_guard<std::mutex> lock(mu);
     if (!first) {
@@ -136,19 +136,19 @@ Tensor read_tensor(const PreparedOp& op, const Frame& f, size_t k) {
 
 Tensor take_output_buffer(const PreparedOp& op, const Frame& f, size_t k) {
   ScopeObj* s = scope_at(f.scope, op.out[k].depth);
-  if (s->is_shared()) return Tensor();
+  if (s->is_shared()) return {};
   ObjectRef v = s->take(op.out[k].slot);
   if (v.defined() && v->is_instance<TensorObj>() && v.unique()) {
     return Tensor(detail::ObjectUnsafe::move_ptr(std::move(v)));
   }
   s->set(op.out[k].slot, std::move(v));  // not reusable: put it back
-  return Tensor();
+  return {};
 }
 
 ObjectRef zero_value(const VarDecl& d) {
   if (d.type != static_cast<int64_t>(VarType::kLoDTensor) || !is_valid_var_type(d.data_type) ||
       !is_element_type(static_cast<VarType>(d.data_type))) {
-    return ObjectRef();
+    return {};
   }
   Shape shape;
   for (int64_t x : d.dims) shape.push_back(x < 0 ? 1 : x);

@@ -54,7 +54,7 @@ struct RunState : std::enable_shared_from_this<RunState> {
   std::vector<std::pair<int64_t, std::string>> thread_names;
 
   // Records e as the run's error if it is the first, then cancels every other thread.
-  void fail(std::exception_ptr e);
+  void fail(const std::exception_ptr& e);
   ThreadRecord* add_thread(std::string name);
   void remove_thread(ThreadRecord* t);
   // "block 0, op 5 ('channel_recv') on the calling thread; ..." for every live thread.

@@ -7,6 +7,7 @@
 #include <exception>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 
 #include "capture_impl.h"
 #include "chanflow/core/error.h"
@@ -131,11 +132,13 @@ void BlockGuard::close() {
 
 BlockGuard SelectGuard::case_send(Var ch, Var x) {
   if (builder_ == nullptr) CHANFLOW_THROW(Error) << "select: case_send on a closed select";
-  return builder_->add_case(*this, static_cast<int>(SelectCaseKind::kSend), ch, x);
+  return builder_->add_case(*this, static_cast<int>(SelectCaseKind::kSend), std::move(ch),
+                            std::move(x));
 }
 BlockGuard SelectGuard::case_recv(Var ch, Var out) {
   if (builder_ == nullptr) CHANFLOW_THROW(Error) << "select: case_recv on a closed select";
-  return builder_->add_case(*this, static_cast<int>(SelectCaseKind::kRecv), ch, out);
+  return builder_->add_case(*this, static_cast<int>(SelectCaseKind::kRecv), std::move(ch),
+                            std::move(out));
 }
 BlockGuard SelectGuard::case_default() {
   if (builder_ == nullptr) CHANFLOW_THROW(Error) << "select: case_default on a closed select";
@@ -255,7 +258,7 @@ void ProgramBuilder::append_op(const std::string& type, const OpDesc::Args& inpu
       OpDesc::make(type, inputs, outputs, attrs));
 }
 
-Var ProgramBuilder::unary_op(const std::string& type, Var x, VarType out_elem, Var out,
+Var ProgramBuilder::unary_op(const std::string& type, const Var& x, VarType out_elem, Var out,
                              const OpDesc::Attrs& attrs) {
   check_var(x, "input X");
   if (x.is_channel()) CHANFLOW_THROW(TypeError) << type << ": X '" << x.name() << "' is a channel";
@@ -268,8 +271,8 @@ Var ProgramBuilder::unary_op(const std::string& type, Var x, VarType out_elem, V
   return out;
 }
 
-Var ProgramBuilder::binary_op(const std::string& type, Var x, Var y, VarType out_elem, Var out,
-                              const OpDesc::Attrs& attrs) {
+Var ProgramBuilder::binary_op(const std::string& type, const Var& x, const Var& y, VarType out_elem,
+                              Var out, const OpDesc::Attrs& attrs) {
   check_var(x, "input X");
   check_var(y, "input Y");
   if (x.is_channel() || y.is_channel()) {
@@ -291,7 +294,8 @@ VarType promoted(const Var& x, const Var& y) {
 VarType floated(const Var& x) { return var_type_from_dtype(float_result_type(x.dtype())); }
 }  // namespace
 
-Var ProgramBuilder::fill_constant(std::vector<int64_t> shape, DType dtype, double value, Var out) {
+Var ProgramBuilder::fill_constant(const std::vector<int64_t>& shape, DType dtype, double value,
+                                  Var out) {
   const VarType t = var_type_from_dtype(dtype);
   if (out.valid()) {
     check_var(out, "output Out");
@@ -306,7 +310,7 @@ Var ProgramBuilder::fill_constant(std::vector<int64_t> shape, DType dtype, doubl
   return out;
 }
 
-Var ProgramBuilder::assign(Var x, Var out) {
+Var ProgramBuilder::assign(const Var& x, Var out) {
   check_var(x, "input X");
   if (out.valid()) {
     check_var(out, "output Out");
@@ -349,77 +353,80 @@ CHANFLOW_BINARY(greater_equal, VarType::kBool)
 #undef CHANFLOW_BINARY
 
 Var ProgramBuilder::logical_and(Var x, Var y, Var out) {
-  return binary_op("logical_and", x, y, VarType::kBool, out);
+  return binary_op("logical_and", std::move(x), std::move(y), VarType::kBool, std::move(out));
 }
 Var ProgramBuilder::logical_or(Var x, Var y, Var out) {
-  return binary_op("logical_or", x, y, VarType::kBool, out);
+  return binary_op("logical_or", std::move(x), std::move(y), VarType::kBool, std::move(out));
 }
 Var ProgramBuilder::logical_not(Var x, Var out) {
-  return unary_op("logical_not", x, VarType::kBool, out);
+  return unary_op("logical_not", std::move(x), VarType::kBool, std::move(out));
 }
-Var ProgramBuilder::increment(Var x, double step, Var out) {
+Var ProgramBuilder::increment(const Var& x, double step, Var out) {
   check_var(x, "input X");
-  return unary_op("increment", x, x.element(), out, {{"step", Attr::f(step)}});
+  return unary_op("increment", x, x.element(), std::move(out), {{"step", Attr::f(step)}});
 }
-Var ProgramBuilder::scale(Var x, double s, double bias, Var out) {
+Var ProgramBuilder::scale(const Var& x, double s, double bias, Var out) {
   check_var(x, "input X");
   return unary_op(
-      "scale", x, x.element(), out,
+      "scale", x, x.element(), std::move(out),
       {{"scale", Attr::f(s)}, {"bias", Attr::f(bias)}, {"bias_after_scale", Attr::b(true)}});
 }
-Var ProgramBuilder::cast(Var x, DType to, Var out) {
+Var ProgramBuilder::cast(const Var& x, DType to, Var out) {
   check_var(x, "input X");
-  return unary_op("cast", x, var_type_from_dtype(to), out,
+  return unary_op("cast", x, var_type_from_dtype(to), std::move(out),
                   {{"in_dtype", Attr::i(vt(x.element()))},
                    {"out_dtype", Attr::i(vt(var_type_from_dtype(to)))}});
 }
-Var ProgramBuilder::matmul(Var x, Var y, bool transpose_x, bool transpose_y, Var out) {
+Var ProgramBuilder::matmul(const Var& x, const Var& y, bool transpose_x, bool transpose_y,
+                           Var out) {
   check_var(x, "input X");
   check_var(y, "input Y");
-  return binary_op("matmul", x, y, promoted(x, y), out,
+  return binary_op("matmul", x, y, promoted(x, y), std::move(out),
                    {{"transpose_X", Attr::b(transpose_x)},
                     {"transpose_Y", Attr::b(transpose_y)},
                     {"alpha", Attr::f(1.0)}});
 }
-Var ProgramBuilder::relu(Var x, Var out) {
+Var ProgramBuilder::relu(const Var& x, Var out) {
   check_var(x, "input X");
-  return unary_op("relu", x, x.element(), out);
+  return unary_op("relu", x, x.element(), std::move(out));
 }
-Var ProgramBuilder::sigmoid(Var x, Var out) {
+Var ProgramBuilder::sigmoid(const Var& x, Var out) {
   check_var(x, "input X");
-  return unary_op("sigmoid", x, floated(x), out);
+  return unary_op("sigmoid", x, floated(x), std::move(out));
 }
-Var ProgramBuilder::tanh(Var x, Var out) {
+Var ProgramBuilder::tanh(const Var& x, Var out) {
   check_var(x, "input X");
-  return unary_op("tanh", x, floated(x), out);
+  return unary_op("tanh", x, floated(x), std::move(out));
 }
-Var ProgramBuilder::softmax(Var x, int64_t axis, Var out) {
+Var ProgramBuilder::softmax(const Var& x, int64_t axis, Var out) {
   check_var(x, "input X");
-  return unary_op("softmax", x, floated(x), out, {{"axis", Attr::i(axis)}});
+  return unary_op("softmax", x, floated(x), std::move(out), {{"axis", Attr::i(axis)}});
 }
-Var ProgramBuilder::reduce_sum(Var x, std::vector<int64_t> dims, bool keep_dim, Var out) {
+Var ProgramBuilder::reduce_sum(const Var& x, const std::vector<int64_t>& dims, bool keep_dim,
+                               Var out) {
   check_var(x, "input X");
-  return unary_op("reduce_sum", x, x.element(), out,
+  return unary_op("reduce_sum", x, x.element(), std::move(out),
                   {{"dim", Attr::ints(dims)},
                    {"keep_dim", Attr::b(keep_dim)},
                    {"reduce_all", Attr::b(dims.empty())}});
 }
-Var ProgramBuilder::reduce_mean(Var x, std::vector<int64_t> dims, bool keep_dim, Var out) {
+Var ProgramBuilder::reduce_mean(const Var& x, const std::vector<int64_t>& dims, bool keep_dim,
+                                Var out) {
   check_var(x, "input X");
-  return unary_op("reduce_mean", x, floated(x), out,
+  return unary_op("reduce_mean", x, floated(x), std::move(out),
                   {{"dim", Attr::ints(dims)},
                    {"keep_dim", Attr::b(keep_dim)},
                    {"reduce_all", Attr::b(dims.empty())}});
 }
-Var ProgramBuilder::reshape(Var x, std::vector<int64_t> shape, Var out) {
+Var ProgramBuilder::reshape(const Var& x, const std::vector<int64_t>& shape, Var out) {
   check_var(x, "input X");
-  return unary_op("reshape", x, x.element(), out, {{"shape", Attr::ints(shape)}});
+  return unary_op("reshape", x, x.element(), std::move(out), {{"shape", Attr::ints(shape)}});
 }
-Var ProgramBuilder::transpose(Var x, std::vector<int64_t> perm, Var out) {
+Var ProgramBuilder::transpose(const Var& x, const std::vector<int64_t>& perm, Var out) {
   check_var(x, "input X");
-  return unary_op("transpose", x, x.element(), out, {{"axis", Attr::ints(perm)}});
+  return unary_op("transpose", x, x.element(), std::move(out), {{"axis", Attr::ints(perm)}});
 }
-void ProgramBuilder::print(Var x, std::string message) {
+void ProgramBuilder::print(const Var& x, std::string message) {
   check_var(x, "input In");
   append_op("print", {{"In", {x.name()}}}, {},
             {{"message", Attr::s(std::move(message))},
@@ -449,7 +456,7 @@ void check_payload(const Var& ch, const Var& v, const char* op) {
 }
 }  // namespace
 
-Var ProgramBuilder::channel_send(Var ch, Var x) {
+Var ProgramBuilder::channel_send(const Var& ch, const Var& x) {
   check_var(ch, "channel");
   check_var(x, "input X");
   check_channel(ch, "channel_send");
@@ -460,7 +467,7 @@ Var ProgramBuilder::channel_send(Var ch, Var x) {
   return status;
 }
 
-std::pair<Var, Var> ProgramBuilder::channel_recv(Var ch, Var out) {
+std::pair<Var, Var> ProgramBuilder::channel_recv(const Var& ch, Var out) {
   check_var(ch, "channel");
   check_channel(ch, "channel_recv");
   if (out.valid()) {
@@ -481,7 +488,7 @@ std::pair<Var, Var> ProgramBuilder::channel_recv(Var ch, Var out) {
   return {out, status};
 }
 
-void ProgramBuilder::channel_close(Var ch) {
+void ProgramBuilder::channel_close(const Var& ch) {
   check_var(ch, "channel");
   check_channel(ch, "channel_close");
   append_op("channel_close", {{"Channel", {ch.name()}}}, {});
@@ -503,10 +510,10 @@ int64_t ProgramBuilder::open_block() {
 BlockGuard ProgramBuilder::go() {
   const int64_t b = open_block();
   state_->guards.push_back({kGo, Var(), -1});
-  return BlockGuard(this, b, kGo, static_cast<int64_t>(state_->guards.size()) - 1);
+  return {this, b, kGo, static_cast<int64_t>(state_->guards.size()) - 1};
 }
 
-BlockGuard ProgramBuilder::while_loop(Var cond) {
+BlockGuard ProgramBuilder::while_loop(const Var& cond) {
   check_var(cond, "condition");
   if (cond.is_channel() || cond.element() != VarType::kBool) {
     CHANFLOW_THROW(TypeError) << "while_loop: condition '" << cond.name()
@@ -514,10 +521,10 @@ BlockGuard ProgramBuilder::while_loop(Var cond) {
   }
   const int64_t b = open_block();
   state_->guards.push_back({kWhile, cond, -1});
-  return BlockGuard(this, b, kWhile, static_cast<int64_t>(state_->guards.size()) - 1);
+  return {this, b, kWhile, static_cast<int64_t>(state_->guards.size()) - 1};
 }
 
-BlockGuard ProgramBuilder::conditional_block(Var cond) {
+BlockGuard ProgramBuilder::conditional_block(const Var& cond) {
   check_var(cond, "condition");
   if (cond.is_channel() || cond.element() != VarType::kBool) {
     CHANFLOW_THROW(TypeError) << "conditional_block: condition '" << cond.name()
@@ -525,7 +532,7 @@ BlockGuard ProgramBuilder::conditional_block(Var cond) {
   }
   const int64_t b = open_block();
   state_->guards.push_back({kCond, cond, -1});
-  return BlockGuard(this, b, kCond, static_cast<int64_t>(state_->guards.size()) - 1);
+  return {this, b, kCond, static_cast<int64_t>(state_->guards.size()) - 1};
 }
 
 SelectGuard ProgramBuilder::select() {
@@ -534,11 +541,11 @@ SelectGuard ProgramBuilder::select() {
   rec.block = open_block();
   state_->selects.push_back(std::move(rec));
   state_->guards.push_back({kSelect, Var(), static_cast<int64_t>(state_->selects.size()) - 1});
-  return SelectGuard(this, state_->selects.back().block, kSelect,
-                     static_cast<int64_t>(state_->guards.size()) - 1);
+  return {this, state_->selects.back().block, kSelect,
+          static_cast<int64_t>(state_->guards.size()) - 1};
 }
 
-BlockGuard ProgramBuilder::add_case(SelectGuard& s, int kind, Var ch, Var v) {
+BlockGuard ProgramBuilder::add_case(SelectGuard& s, int kind, const Var& ch, Var v) {
   const int64_t sel = state_->guards[static_cast<size_t>(s.extra_)].select;
   State::SelectRecord& rec = state_->selects[static_cast<size_t>(sel)];
   if (current_block() != rec.block) {
@@ -582,7 +589,7 @@ BlockGuard ProgramBuilder::add_case(SelectGuard& s, int kind, Var ch, Var v) {
   Var cond = equal(index, rec.case_to_execute);
   const int64_t b = open_block();
   state_->guards.push_back({kCase, cond, sel});
-  return BlockGuard(this, b, kCase, static_cast<int64_t>(state_->guards.size()) - 1);
+  return {this, b, kCase, static_cast<int64_t>(state_->guards.size()) - 1};
 }
 
 void ProgramBuilder::close_guard(BlockGuard& g) {

@@ -19,10 +19,10 @@ std::function<Attr()> float_default(double v) {
 std::function<Attr()> bool_default(bool v) {
   return [v] { return Attr::b(v); };
 }
-std::function<Attr()> string_default(std::string v) {
+std::function<Attr()> string_default(const std::string& v) {
   return [v] { return Attr::s(v); };
 }
-std::function<Attr()> ints_default(std::vector<int64_t> v) {
+std::function<Attr()> ints_default(const std::vector<int64_t>& v) {
   return [v] { return Attr::ints(v); };
 }
 

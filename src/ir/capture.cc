@@ -29,7 +29,7 @@ class Collector {
 
 BlockCaptures compute_captures(const std::vector<CaptureBlockView>& blocks, int64_t root,
                                int64_t scan_from) {
-  const int64_t n = static_cast<int64_t>(blocks.size());
+  const auto n = static_cast<int64_t>(blocks.size());
   const int64_t first = std::clamp<int64_t>(scan_from, 0, n);
   // member[b - first]: b's parent chain reaches root (within n steps, so cycles end).
   std::vector<char> member(static_cast<size_t>(n - first), 0);
@@ -98,7 +98,7 @@ BlockCaptures compute_captures(const std::vector<CaptureBlockView>& blocks, int6
 }  // namespace ir_detail
 
 BlockCaptures captured_variables(const Program& program, int64_t block) {
-  const int64_t n = static_cast<int64_t>(program.num_blocks());
+  const auto n = static_cast<int64_t>(program.num_blocks());
   if (block < 0 || block >= n) {
     throw ProgramError("captured_variables: the program has no block " + std::to_string(block),
                        static_cast<int>(block));

@@ -60,8 +60,9 @@ void ensure_reflection() {
 
 // ---- VarDesc -------------------------------------------------------------------------------
 
-VarDesc VarDesc::make(std::string name, int64_t type, int64_t data_type, std::vector<int64_t> dims,
-                      int64_t lod_level, int64_t capacity, bool persistable) {
+VarDesc VarDesc::make(std::string name, int64_t type, int64_t data_type,
+                      const std::vector<int64_t>& dims, int64_t lod_level, int64_t capacity,
+                      bool persistable) {
   auto n = make_object<VarDescObj>();
   n->name = std::move(name);
   n->type = type;

@@ -105,7 +105,7 @@ std::unique_ptr<OpSchemaRegistry> OpSchemaRegistry::with_builtin_ops() {
   return r;
 }
 
-const OpSchema& OpSchemaRegistry::add(OpSchema schema) {
+const OpSchema& OpSchemaRegistry::add(const OpSchema& schema) {
   if (schema.type().empty()) CHANFLOW_THROW(Error) << "OpSchemaRegistry: empty op type";
   std::set<std::string> names;
   for (const auto* list : {&schema.inputs(), &schema.outputs()}) {

@@ -23,7 +23,7 @@ class Cursor {
       : source_(source), tree_(tree) {}
 
   // The cursor of element `index` of repeated message field `field` of the current message.
-  Cursor nested(const Descriptor* d, const char* field, int index, std::string label) const {
+  Cursor nested(const Descriptor* d, const char* field, int index, const std::string& label) const {
     Cursor c(source_, nullptr);
     c.path_ = path_.empty() ? label : path_ + "." + label;
     c.line_ = line_;
@@ -91,7 +91,7 @@ Attr convert_attr(const pb::OpDesc::Attr& a, const Cursor& c) {
   if (!a.has_name() || a.name().empty()) c.fail("attribute without a 'name'");
   const std::string who = "attribute " + quoted(a.name());
   if (!a.has_type()) c.fail(who + " has no 'type'");
-  const AttrType t = static_cast<AttrType>(a.type());
+  const auto t = static_cast<AttrType>(a.type());
   // Exactly the value field of the declared type may be set (lists may be empty).
   struct Field {
     const char* name;

@@ -41,7 +41,7 @@ class Verifier {
       bool block_changed = false;
       for (size_t o = 0; o < block.ops.size(); ++o) {
         const ObjectRef& ref = block.ops->data[o];
-        const OpDescObj* op = ref.as<OpDescObj>();
+        const auto* op = ref.as<OpDescObj>();
         if (op == nullptr) fail_block(static_cast<int>(b), "op " + std::to_string(o) + " is null");
         OpDesc filled = check_op(static_cast<int>(b), static_cast<int>(o),
                                  OpDesc(detail::ObjectUnsafe::ptr(ref)));
@@ -76,14 +76,14 @@ class Verifier {
       throw ProgramError("the program is null");
     }
     for (const ObjectRef& ref : program_->blocks->data) {
-      const BlockObj* b = ref.as<BlockObj>();
+      const auto* b = ref.as<BlockObj>();
       if (b == nullptr) fail_block(static_cast<int>(blocks_.size()), "the block is null");
       if (!b->vars.defined() || !b->ops.defined()) {
         fail_block(static_cast<int>(blocks_.size()), "the block's vars or ops are null");
       }
       blocks_.push_back(b);
     }
-    const int64_t n = static_cast<int64_t>(blocks_.size());
+    const auto n = static_cast<int64_t>(blocks_.size());
     if (n == 0) throw ProgramError("the program has no blocks (block 0 is required)");
     for (int64_t i = 0; i < n; ++i) {
       const BlockObj& b = *blocks_[static_cast<size_t>(i)];
@@ -136,7 +136,7 @@ class Verifier {
     for (size_t bi = 0; bi < blocks_.size(); ++bi) {
       const int b = static_cast<int>(bi);
       for (size_t vi = 0; vi < blocks_[bi]->vars.size(); ++vi) {
-        const VarDescObj* v = blocks_[bi]->vars->data[vi].as<VarDescObj>();
+        const auto* v = blocks_[bi]->vars->data[vi].as<VarDescObj>();
         const std::string where = "variable " + std::to_string(vi);
         if (v == nullptr) fail_block(b, where + " is null");
         if (v->name.empty()) fail_block(b, where + " has an empty name");
@@ -258,8 +258,8 @@ class Verifier {
                        const char* kind) {
     if (!args.defined()) fail(std::string(kind) + " map is null");
     for (const MapObj::Entry& e : args->entries) {
-      const StringObj* param = e.key.as<StringObj>();
-      const ArrayObj* names = e.value.as<ArrayObj>();
+      const auto* param = e.key.as<StringObj>();
+      const auto* names = e.value.as<ArrayObj>();
       if (param == nullptr || names == nullptr) fail(std::string(kind) + " map entry is ill-typed");
       const ArgSpec* spec = nullptr;
       for (const ArgSpec& s : specs) {
@@ -276,7 +276,7 @@ class Verifier {
              std::to_string(names->data.size()) + " variables, but takes one");
       }
       for (const ObjectRef& n : names->data) {
-        const StringObj* name = n.as<StringObj>();
+        const auto* name = n.as<StringObj>();
         if (name == nullptr || name->data.empty()) {
           fail(std::string(kind) + " '" + spec->name + "' has an empty variable name");
         }
@@ -295,8 +295,8 @@ class Verifier {
   OpDesc check_attrs(const OpDesc& op, const OpSchema& schema) {
     if (!op->attrs.defined()) fail("attribute map is null");
     for (const MapObj::Entry& e : op->attrs->entries) {
-      const StringObj* name = e.key.as<StringObj>();
-      const AttrObj* value = e.value.as<AttrObj>();
+      const auto* name = e.key.as<StringObj>();
+      const auto* value = e.value.as<AttrObj>();
       if (name == nullptr || value == nullptr) fail("attribute map entry is ill-typed");
       const AttrSpec* spec = schema.attr(name->data);
       if (spec == nullptr) {
@@ -332,7 +332,7 @@ class Verifier {
   }
 
   void check_sub_block(const std::string& attr, int64_t s) {
-    const int64_t n = static_cast<int64_t>(blocks_.size());
+    const auto n = static_cast<int64_t>(blocks_.size());
     if (s <= 0 || s >= n) {
       fail("attribute '" + attr + "' names block " + std::to_string(s) +
            ", but sub-blocks are 1.." + std::to_string(n - 1));

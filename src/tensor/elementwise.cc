@@ -108,9 +108,11 @@ struct PowF {
           CHANFLOW_THROW(Error) << "pow: integers to negative integer powers are not allowed";
         }
       }
-      Wide<C> base = static_cast<Wide<C>>(a);
+      // Sign extension into the unsigned Wide<C> is intended (wrap-around modulo 2^bits, as NumPy);
+      // b >= 0 here, so its conversion is exact.
+      auto base = static_cast<Wide<C>>(a);  // NOLINT(bugprone-signed-char-misuse)
       Wide<C> r = 1;
-      auto e = static_cast<uint64_t>(b);
+      auto e = static_cast<uint64_t>(b);  // NOLINT(bugprone-signed-char-misuse)
       while (e != 0) {
         if (e & 1u) r *= base;
         base *= base;

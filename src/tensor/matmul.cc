@@ -63,15 +63,20 @@ void gemm_blas(const T* a, const GemmView& va, const T* b, const GemmView& vb, T
 template <class T>
 void gemm_loop(const char* a, int64_t ars, int64_t acs, const char* b, int64_t brs, int64_t bcs,
                T* c, int64_t n, int64_t k, int64_t row0, int64_t row1) {
+  // Sign-extending a signed element into the unsigned W is intended: arithmetic modulo 2^bits of
+  // W, truncated to T, is two's-complement wrap-around (NumPy's result). Zero-extending first, as
+  // bugprone-signed-char-misuse suggests, would give wrong products for negative int8 values.
   using W = std::conditional_t<sizeof(T) <= 4, uint32_t, uint64_t>;
   for (int64_t i = row0; i < row1; ++i) {
     T* crow = c + i * n;
     std::fill(crow, crow + n, T{0});
     for (int64_t p = 0; p < k; ++p) {
+      // NOLINTNEXTLINE(bugprone-signed-char-misuse): sign extension intended (see above)
       const W av = static_cast<W>(*reinterpret_cast<const T*>(a + i * ars + p * acs));
       if (av == 0) continue;
       const char* brow = b + p * brs;
       for (int64_t j = 0; j < n; ++j) {
+        // NOLINTNEXTLINE(bugprone-signed-char-misuse): sign extension intended (see above)
         const W bv = static_cast<W>(*reinterpret_cast<const T*>(brow + j * bcs));
         crow[j] = static_cast<T>(static_cast<W>(crow[j]) + av * bv);
       }
@@ -182,7 +187,7 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in, const KernelOptions& opts)
             gemm_blas<T>(reinterpret_cast<const T*>(ap), va, reinterpret_cast<const T*>(bp), vb, cp,
                          n, k, r0, r1);
           } else if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-            const int64_t it = static_cast<int64_t>(sizeof(T));
+            const auto it = static_cast<int64_t>(sizeof(T));
             gemm_loop<T>(ap, a.strides()[a.ndim() - 2] * it, a.strides()[a.ndim() - 1] * it, bp,
                          b.strides()[b.ndim() - 2] * it, b.strides()[b.ndim() - 1] * it, cp, n, k,
                          r0, r1);

@@ -257,7 +257,7 @@ Tensor parse_npy(const void* data, size_t size, std::string_view name) {
   if (fortran) std::reverse(storage_shape.begin(), storage_shape.end());
   Tensor t = Tensor::empty(storage_shape, d.dtype);
   if (numel > 0) {
-    unsigned char* dst = static_cast<unsigned char*>(t->raw_data());
+    auto* dst = static_cast<unsigned char*>(t->raw_data());
     std::memcpy(dst, bytes + data_start, static_cast<size_t>(numel * item));
     if (d.swap) {
       for (int64_t i = 0; i < numel; ++i) std::reverse(dst + i * item, dst + (i + 1) * item);

@@ -26,7 +26,7 @@ std::string format_element(const Tensor& t, int64_t off, bool all_integral) {
     } else if constexpr (std::is_integral_v<T>) {
       return fmt::format("{}", static_cast<int64_t>(v));
     } else {
-      const double d = detail::convert<double>(v);
+      const auto d = detail::convert<double>(v);
       if (std::isnan(d)) return "nan";
       if (std::isinf(d)) return d > 0 ? "inf" : "-inf";
       if (all_integral && std::fabs(d) < 1e16) return fmt::format("{:.0f}.", d);
@@ -110,7 +110,7 @@ std::string to_string(const Tensor& t) {
     p.for_each_shown(0, 0, [&](int64_t off) {
       detail::dispatch_dtype(t.dtype(), [&](auto tag) {
         using T = typename decltype(tag)::type;
-        const double v = detail::convert<double>(static_cast<const T*>(t->raw_data())[off]);
+        const auto v = detail::convert<double>(static_cast<const T*>(t->raw_data())[off]);
         if (std::isfinite(v) && v != std::floor(v)) p.all_integral = false;
       });
     });

@@ -302,7 +302,7 @@ Tensor softmax(const Tensor& a, int64_t axis, const KernelOptions& user_opts) {
   detail::require_defined(a, "softmax");
   const KernelOptions opts = detail::chunking_only(user_opts);
   const int64_t ax = detail::tensor_normalize_axis(axis, a.ndim(), "softmax");
-  const Tensor x = a.cast(float_result_type(a.dtype()));
+  Tensor x = a.cast(float_result_type(a.dtype()));
   if (x.numel() == 0) return x;
   const Tensor shifted = sub(x, max(x, {ax}, true, opts), opts);
   const Tensor e = exp(shifted, opts);
@@ -313,7 +313,7 @@ Tensor log_softmax(const Tensor& a, int64_t axis, const KernelOptions& user_opts
   detail::require_defined(a, "log_softmax");
   const KernelOptions opts = detail::chunking_only(user_opts);
   const int64_t ax = detail::tensor_normalize_axis(axis, a.ndim(), "log_softmax");
-  const Tensor x = a.cast(float_result_type(a.dtype()));
+  Tensor x = a.cast(float_result_type(a.dtype()));
   if (x.numel() == 0) return x;
   const Tensor shifted = sub(x, max(x, {ax}, true, opts), opts);
   const Tensor lse = log(sum(exp(shifted, opts), {ax}, true, opts), opts);

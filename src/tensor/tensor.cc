@@ -266,7 +266,7 @@ Tensor Tensor::arange(double start, double stop, double step, DType dtype) {
   return t;
 }
 
-Tensor Tensor::from_raw(const void* values, int64_t count, DType dtype, Shape shape) {
+Tensor Tensor::from_raw(const void* values, int64_t count, DType dtype, const Shape& shape) {
   const int64_t n = shape_numel(shape);
   if (n != count) {
     CHANFLOW_THROW(ShapeError) << "from_vector: " << count << " value(s) do not fill shape "
@@ -353,8 +353,9 @@ void Tensor::assign(const Tensor& src) {
     CHANFLOW_THROW(ShapeError) << "assign: " << shape_to_string(src.shape())
                                << " does not broadcast to " << shape_to_string(shape());
   }
-  // Copy `src` before making this unique: src may be (a view of) this very tensor.
-  Tensor keep = src;
+  // Copy `src` before making this unique: src may be (a view of) this very tensor, and the copy's
+  // reference keeps the old storage alive while this tensor is given a new one.
+  Tensor keep = src;  // NOLINT(performance-unnecessary-copy-initialization)
   if (is_shared() || !is_contiguous()) {
     Tensor fresh = empty(shape(), dtype());
     copy_into(fresh, keep, {});

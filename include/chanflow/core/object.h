@@ -289,6 +289,8 @@ class ObjectPtr {
       : data_(std::exchange(other.data_, nullptr)) {}
   ~ObjectPtr() { reset(); }
 
+  // Copy-and-swap: the copy takes its reference before ours is dropped, so self-assignment is safe.
+  // NOLINTNEXTLINE(bugprone-unhandled-self-assignment)
   ObjectPtr& operator=(const ObjectPtr& other) noexcept {
     ObjectPtr(other).swap(*this);
     return *this;

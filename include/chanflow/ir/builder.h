@@ -138,8 +138,8 @@ class CHANFLOW_API ProgramBuilder {
   Var lookup(const std::string& name) const;
 
   // ---- compute ops (one per registered op; `out` defaults to a new variable) -----------------
-  Var fill_constant(std::vector<int64_t> shape, DType dtype, double value, Var out = {});
-  Var assign(Var x, Var out = {});
+  Var fill_constant(const std::vector<int64_t>& shape, DType dtype, double value, Var out = {});
+  Var assign(const Var& x, Var out = {});
   Var elementwise_add(Var x, Var y, Var out = {});
   Var elementwise_sub(Var x, Var y, Var out = {});
   Var elementwise_mul(Var x, Var y, Var out = {});
@@ -155,35 +155,38 @@ class CHANFLOW_API ProgramBuilder {
   Var logical_and(Var x, Var y, Var out = {});
   Var logical_or(Var x, Var y, Var out = {});
   Var logical_not(Var x, Var out = {});
-  Var increment(Var x, double step = 1.0, Var out = {});
-  Var scale(Var x, double scale, double bias = 0.0, Var out = {});
-  Var cast(Var x, DType to, Var out = {});
-  Var matmul(Var x, Var y, bool transpose_x = false, bool transpose_y = false, Var out = {});
-  Var relu(Var x, Var out = {});
-  Var sigmoid(Var x, Var out = {});
-  Var tanh(Var x, Var out = {});
-  Var softmax(Var x, int64_t axis = -1, Var out = {});
-  Var reduce_sum(Var x, std::vector<int64_t> dims, bool keep_dim = false, Var out = {});
-  Var reduce_mean(Var x, std::vector<int64_t> dims, bool keep_dim = false, Var out = {});
-  Var reshape(Var x, std::vector<int64_t> shape, Var out = {});
-  Var transpose(Var x, std::vector<int64_t> perm, Var out = {});
-  void print(Var x, std::string message = {});
+  Var increment(const Var& x, double step = 1.0, Var out = {});
+  Var scale(const Var& x, double scale, double bias = 0.0, Var out = {});
+  Var cast(const Var& x, DType to, Var out = {});
+  Var matmul(const Var& x, const Var& y, bool transpose_x = false, bool transpose_y = false,
+             Var out = {});
+  Var relu(const Var& x, Var out = {});
+  Var sigmoid(const Var& x, Var out = {});
+  Var tanh(const Var& x, Var out = {});
+  Var softmax(const Var& x, int64_t axis = -1, Var out = {});
+  Var reduce_sum(const Var& x, const std::vector<int64_t>& dims, bool keep_dim = false,
+                 Var out = {});
+  Var reduce_mean(const Var& x, const std::vector<int64_t>& dims, bool keep_dim = false,
+                  Var out = {});
+  Var reshape(const Var& x, const std::vector<int64_t>& shape, Var out = {});
+  Var transpose(const Var& x, const std::vector<int64_t>& perm, Var out = {});
+  void print(const Var& x, std::string message = {});
 
   // ---- CSP -----------------------------------------------------------------------------------
   // Sends x on ch; returns the Status variable (BOOL).
-  Var channel_send(Var ch, Var x);
+  Var channel_send(const Var& ch, const Var& x);
   // Receives from ch into `out` (created when none); returns [value, ok] (ok: BOOL, false once
   // the channel is closed and drained).
-  std::pair<Var, Var> channel_recv(Var ch, Var out = {});
-  void channel_close(Var ch);
+  std::pair<Var, Var> channel_recv(const Var& ch, Var out = {});
+  void channel_close(const Var& ch);
 
   // ---- control flow (scope guards) ----------------------------------------------------------
   // The guarded ops run on a new green thread (a `go` op with the block's captures as X).
   [[nodiscard]] BlockGuard go();
   // The guarded ops run while `cond` (a BOOL tensor the body updates) is true.
-  [[nodiscard]] BlockGuard while_loop(Var cond);
+  [[nodiscard]] BlockGuard while_loop(const Var& cond);
   // The guarded ops run once if `cond` (a one-element BOOL tensor) is true.
-  [[nodiscard]] BlockGuard conditional_block(Var cond);
+  [[nodiscard]] BlockGuard conditional_block(const Var& cond);
   // A select; add cases on the returned guard.
   [[nodiscard]] SelectGuard select();
 
@@ -208,13 +211,13 @@ class CHANFLOW_API ProgramBuilder {
               std::vector<int64_t> dims = {});
   Var temp(const std::string& op_type, VarType element);
   void check_var(const Var& v, const char* role) const;
-  Var unary_op(const std::string& type, Var x, VarType out_elem, Var out,
+  Var unary_op(const std::string& type, const Var& x, VarType out_elem, Var out,
                const OpDesc::Attrs& attrs = {});
-  Var binary_op(const std::string& type, Var x, Var y, VarType out_elem, Var out,
+  Var binary_op(const std::string& type, const Var& x, const Var& y, VarType out_elem, Var out,
                 const OpDesc::Attrs& attrs = {});
   int64_t open_block();
   void close_guard(BlockGuard& g);
-  BlockGuard add_case(SelectGuard& s, int kind, Var ch, Var v);
+  BlockGuard add_case(SelectGuard& s, int kind, const Var& ch, Var v);
   std::unique_ptr<State> state_;
 };
 

@@ -131,7 +131,7 @@ class CHANFLOW_API OpSchemaRegistry {
 
   // Adds a schema; throws Error when the type is empty or already registered, or when a
   // parameter or attribute name repeats.
-  const OpSchema& add(OpSchema schema);
+  const OpSchema& add(const OpSchema& schema);
   // The schema of `type`, or null.
   const OpSchema* find(std::string_view type) const;
   // Every registered type, sorted.

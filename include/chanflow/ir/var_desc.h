@@ -54,8 +54,9 @@ class CHANFLOW_API VarDesc : public ObjectRef {
   // A variable of another kind (STEP_SCOPES, RAW ...) with no element type.
   static VarDesc other(std::string name, VarType kind);
   // Makes a VarDesc from all its fields.
-  static VarDesc make(std::string name, int64_t type, int64_t data_type, std::vector<int64_t> dims,
-                      int64_t lod_level, int64_t capacity, bool persistable);
+  static VarDesc make(std::string name, int64_t type, int64_t data_type,
+                      const std::vector<int64_t>& dims, int64_t lod_level, int64_t capacity,
+                      bool persistable);
 
   // Structural equality of every field.
   bool equals(const VarDesc& other) const noexcept;

@@ -53,7 +53,7 @@ class SelectCase {
     return SelectCase(Kind::kRecv, ch.base(), &out);
   }
   // The default case: chosen when no other case is ready.
-  static SelectCase default_case() noexcept { return SelectCase(Kind::kDefault, nullptr, nullptr); }
+  static SelectCase default_case() noexcept { return {Kind::kDefault, nullptr, nullptr}; }
   // Untyped constructor (the type-erased Channel uses it): elem points at the T to send or at the
   // std::optional<T> to receive into, of the channel's element type.
   SelectCase(Kind kind, detail::ChanBase* chan, void* elem) noexcept

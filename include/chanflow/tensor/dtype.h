@@ -52,7 +52,7 @@ struct Half {
     return h;
   }
   static constexpr uint16_t from_float(float f) noexcept {
-    const uint32_t x = std::bit_cast<uint32_t>(f);
+    const auto x = std::bit_cast<uint32_t>(f);
     const uint32_t sign = (x >> 16) & 0x8000u;
     const uint32_t abs = x & 0x7FFFFFFFu;
     if (abs >= 0x7F800000u) {  // inf or NaN (keep NaN quiet and non-zero)

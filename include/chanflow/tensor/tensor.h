@@ -54,7 +54,7 @@ class CHANFLOW_API Tensor : public ObjectRef {
   // Copies `values` into a tensor of dtype_of<T>() and `shape` ({} makes a 0-d tensor).
   // Throws ShapeError when the shape's element count differs from values.size().
   template <class T>
-  static Tensor from_vector(const std::vector<T>& values, Shape shape);
+  static Tensor from_vector(const std::vector<T>& values, const Shape& shape);
   // Copies `values` into a 1-d tensor of dtype_of<T>().
   template <class T>
   static Tensor from_vector(const std::vector<T>& values) {
@@ -134,7 +134,7 @@ class CHANFLOW_API Tensor : public ObjectRef {
   bool equal_to(const Tensor& other) const;
 
  private:
-  static Tensor from_raw(const void* values, int64_t count, DType dtype, Shape shape);
+  static Tensor from_raw(const void* values, int64_t count, DType dtype, const Shape& shape);
   void make_unique_contiguous();
   void check_dtype(DType want, const char* what) const;
   double element_as_double(int64_t flat_offset_elems) const;
@@ -151,14 +151,12 @@ CHANFLOW_API std::ostream& operator<<(std::ostream& os, const Tensor& t);
 // ---- inline templates ----
 
 template <class T>
-Tensor Tensor::from_vector(const std::vector<T>& values, Shape shape) {
+Tensor Tensor::from_vector(const std::vector<T>& values, const Shape& shape) {
   if constexpr (std::is_same_v<T, bool>) {
     std::vector<uint8_t> bytes(values.begin(), values.end());  // vector<bool> is packed
-    return from_raw(bytes.data(), static_cast<int64_t>(bytes.size()), DType::kBool,
-                    std::move(shape));
+    return from_raw(bytes.data(), static_cast<int64_t>(bytes.size()), DType::kBool, shape);
   } else {
-    return from_raw(values.data(), static_cast<int64_t>(values.size()), dtype_of<T>(),
-                    std::move(shape));
+    return from_raw(values.data(), static_cast<int64_t>(values.size()), dtype_of<T>(), shape);
   }
 }
 

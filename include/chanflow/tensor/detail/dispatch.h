@@ -79,7 +79,7 @@ inline To convert(From x) noexcept {
     return x != From{};
   } else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<From>) {
     // The range test is false for NaN, so NaN takes the minimum too.
-    const double d = static_cast<double>(x);
+    const auto d = static_cast<double>(x);
     const int64_t i = (d >= -9223372036854775808.0 && d < 9223372036854775808.0)
                           ? static_cast<int64_t>(d)
                           : INT64_MIN;

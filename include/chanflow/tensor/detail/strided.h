@@ -51,7 +51,7 @@ template <int N, class F>
 void for_each_run(const StridedLayout<N>& L, const std::array<char*, N>& base, int64_t begin,
                   int64_t end, F&& f) {
   if (begin >= end) return;
-  const int64_t nd = static_cast<int64_t>(L.shape.size());
+  const auto nd = static_cast<int64_t>(L.shape.size());
   if (nd == 0) {
     std::array<int64_t, N> zero{};
     f(base, int64_t{1}, zero);
@@ -113,7 +113,7 @@ void run_chunked(int64_t total, const KernelOptions& opts, F&& f) {
 // A tensor with no elements gets all-zero strides: its element strides are never dereferenced and
 // may be huge (a transposed empty tensor of a large shape), so scaling them could overflow.
 inline std::vector<int64_t> broadcast_byte_strides(const Tensor& t, const Shape& out_shape) {
-  const int64_t nd = static_cast<int64_t>(out_shape.size());
+  const auto nd = static_cast<int64_t>(out_shape.size());
   const int64_t td = t.ndim();
   const int64_t item = t.itemsize();
   std::vector<int64_t> s(static_cast<size_t>(nd), 0);
