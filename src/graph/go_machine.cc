@@ -627,10 +627,12 @@ void GoMachine::set_tracing(bool on) {
 }
 
 void GoMachine::clear_trace() {
+  impl_->drain();  // an abandoned run's nodes may still be recording
   for (detail::NodeState& n : impl_->nodes) n.trace.clear();
 }
 
 std::string GoMachine::trace_json() const {
+  impl_->drain();  // an abandoned run's nodes may still be recording
   const detail::GoMachineImpl& m = *impl_;
   nlohmann::json events = nlohmann::json::array();
   events.push_back({{"name", "process_name"},

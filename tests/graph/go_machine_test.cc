@@ -188,11 +188,18 @@ TEST_P(GoMachineTest, DeadlineReturnsWhileEveryWorkerIsBusy) {
   cf::Node total = ops[0];
   for (std::size_t i = 1; i < ops.size(); ++i) total = total + ops[i];
   cf::GoMachine m(g);
+  m.set_tracing(true);
   const cf::Bindings b{{x, Tensor::scalar(1.0, DType::kFloat64)}};
   const auto t0 = std::chrono::steady_clock::now();
   EXPECT_THROW(m.run(cf::with_timeout(cf::background(), 50ms), b), cf::DeadlineExceededError);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 250ms);
   EXPECT_THROW((void)m.result(total), cf::Error);  // no completed run
+  // The trace waits for the abandoned run to drain: every node reached its end state.
+  const nlohmann::json trace = nlohmann::json::parse(m.trace_json());
+  std::size_t ends = 0;
+  for (const auto& e : trace["traceEvents"]) ends += e["name"] == "end" ? 1 : 0;
+  EXPECT_EQ(ends, static_cast<std::size_t>(g.size()));
+  m.set_tracing(false);
   m.run(cf::background(), b);
   EXPECT_EQ(m.result(total).item<double>(), 2.0 * static_cast<double>(ops.size()));
   // An abandoned stream drains before close returns (the destructor would do the same).

@@ -17,9 +17,12 @@
 // Failure: the first node whose op throws cancels the run; nodes not yet computed skip their op
 // and pass a cancellation marker downstream, so every node still reaches its end state. run then
 // throws MachineError listing each node that failed on its own (never the cancelled ones). A
-// context cancelled or past its deadline makes run throw its CanceledError/DeadlineExceededError
-// once the ops already computing stop (large kernels check the context between chunks; custom ops
-// should use OpContext). Thread-safety: run, stream and close may be called from any thread
+// context cancelled or past its deadline makes run/stream throw its CanceledError/
+// DeadlineExceededError at once, even while every worker is busy in an op: the caller waits on the
+// context itself. The abandoned run drains in the background (ops already computing finish or
+// stop at their next chunk — large kernels check the context between chunks, custom ops should
+// use OpContext — and the rest skip); the next run, stream or close (and the destructor) first
+// waits for that drain. Thread-safety: run, stream and close may be called from any thread
 // (green or OS); one run/stream at a time per machine — a concurrent call throws Error. result
 // and the trace accessors must not race with a run.
 #pragma once
@@ -54,7 +57,8 @@ class CHANFLOW_API GoMachine {
   GoMachine(const GoMachine&) = delete;
   GoMachine& operator=(const GoMachine&) = delete;
 
-  // Computes every node; blocks until every node reached its end state. Inputs take `inputs`,
+  // Computes every node; blocks until every node reached its end state, or until `ctx` ends
+  // (then throws its error at once; see above). Inputs take `inputs`,
   // else their Graph::set value (Error naming a used input with neither). Throws MachineError,
   // the context's error, Error after close() or when another run/stream is in progress. An empty
   // graph returns at once.
