@@ -12,9 +12,9 @@ namespace {
 
 [[noreturn]] void throw_positioned(const RunState& rs, const PreparedOp& op) {
   auto wrap = [&](const char* what) -> ProgramError {
-    return ProgramError("block " + std::to_string(op.block) + ", op " + std::to_string(op.index) +
-                            " ('" + op.type + "'): " + what,
-                        op.block, op.index, op.type);
+    return {"block " + std::to_string(op.block) + ", op " + std::to_string(op.index) + " ('" +
+                op.type + "'): " + what,
+            op.block, op.index, op.type};
   };
   try {
     throw;

@@ -130,15 +130,13 @@ void BlockGuard::close() {
   }
 }
 
-BlockGuard SelectGuard::case_send(Var ch, Var x) {
+BlockGuard SelectGuard::case_send(const Var& ch, Var x) {
   if (builder_ == nullptr) CHANFLOW_THROW(Error) << "select: case_send on a closed select";
-  return builder_->add_case(*this, static_cast<int>(SelectCaseKind::kSend), std::move(ch),
-                            std::move(x));
+  return builder_->add_case(*this, static_cast<int>(SelectCaseKind::kSend), ch, std::move(x));
 }
-BlockGuard SelectGuard::case_recv(Var ch, Var out) {
+BlockGuard SelectGuard::case_recv(const Var& ch, Var out) {
   if (builder_ == nullptr) CHANFLOW_THROW(Error) << "select: case_recv on a closed select";
-  return builder_->add_case(*this, static_cast<int>(SelectCaseKind::kRecv), std::move(ch),
-                            std::move(out));
+  return builder_->add_case(*this, static_cast<int>(SelectCaseKind::kRecv), ch, std::move(out));
 }
 BlockGuard SelectGuard::case_default() {
   if (builder_ == nullptr) CHANFLOW_THROW(Error) << "select: case_default on a closed select";
@@ -158,7 +156,7 @@ ProgramBuilder::~ProgramBuilder() = default;
 int64_t ProgramBuilder::current_block() const noexcept { return state_->stack.back(); }
 
 Var ProgramBuilder::declare(VarType type, VarType element, std::string name, int64_t capacity,
-                            std::vector<int64_t> dims) {
+                            const std::vector<int64_t>& dims) {
   const int64_t b = current_block();
   auto& block = state_->blocks[static_cast<size_t>(b)];
   if (name.empty()) CHANFLOW_THROW(Error) << "ProgramBuilder: empty variable name";
@@ -167,7 +165,7 @@ Var ProgramBuilder::declare(VarType type, VarType element, std::string name, int
                           << "' is already declared in block " << b;
   }
   VarDesc desc = type == VarType::kChannel ? VarDesc::channel(name, element, capacity)
-                                           : VarDesc::tensor(name, element, std::move(dims));
+                                           : VarDesc::tensor(name, element, dims);
   Var v;
   v.owner_ = this;
   v.name_ = name;
@@ -189,9 +187,8 @@ Var ProgramBuilder::temp(const std::string& op_type, VarType element) {
   return declare(VarType::kLoDTensor, element, std::move(name), 0);
 }
 
-Var ProgramBuilder::var(std::string name, DType dtype, std::vector<int64_t> dims) {
-  return declare(VarType::kLoDTensor, var_type_from_dtype(dtype), std::move(name), 0,
-                 std::move(dims));
+Var ProgramBuilder::var(std::string name, DType dtype, const std::vector<int64_t>& dims) {
+  return declare(VarType::kLoDTensor, var_type_from_dtype(dtype), std::move(name), 0, dims);
 }
 
 Var ProgramBuilder::make_channel(DType element, int64_t capacity, std::string name) {
@@ -332,11 +329,11 @@ Var ProgramBuilder::assign(const Var& x, Var out) {
   return out;
 }
 
-#define CHANFLOW_BINARY(name, elem)                                    \
-  Var ProgramBuilder::name(Var x, Var y, Var out) {                    \
-    check_var(x, "input X");                                           \
-    check_var(y, "input Y");                                           \
-    return binary_op(#name, x, y, elem, out, {{"axis", Attr::i(-1)}}); \
+#define CHANFLOW_BINARY(name, elem)                                               \
+  Var ProgramBuilder::name(const Var& x, const Var& y, Var out) {                 \
+    check_var(x, "input X");                                                      \
+    check_var(y, "input Y");                                                      \
+    return binary_op(#name, x, y, elem, std::move(out), {{"axis", Attr::i(-1)}}); \
   }
 CHANFLOW_BINARY(elementwise_add, promoted(x, y))
 CHANFLOW_BINARY(elementwise_sub, promoted(x, y))
@@ -352,14 +349,14 @@ CHANFLOW_BINARY(greater_than, VarType::kBool)
 CHANFLOW_BINARY(greater_equal, VarType::kBool)
 #undef CHANFLOW_BINARY
 
-Var ProgramBuilder::logical_and(Var x, Var y, Var out) {
-  return binary_op("logical_and", std::move(x), std::move(y), VarType::kBool, std::move(out));
+Var ProgramBuilder::logical_and(const Var& x, const Var& y, Var out) {
+  return binary_op("logical_and", x, y, VarType::kBool, std::move(out));
 }
-Var ProgramBuilder::logical_or(Var x, Var y, Var out) {
-  return binary_op("logical_or", std::move(x), std::move(y), VarType::kBool, std::move(out));
+Var ProgramBuilder::logical_or(const Var& x, const Var& y, Var out) {
+  return binary_op("logical_or", x, y, VarType::kBool, std::move(out));
 }
-Var ProgramBuilder::logical_not(Var x, Var out) {
-  return unary_op("logical_not", std::move(x), VarType::kBool, std::move(out));
+Var ProgramBuilder::logical_not(const Var& x, Var out) {
+  return unary_op("logical_not", x, VarType::kBool, std::move(out));
 }
 Var ProgramBuilder::increment(const Var& x, double step, Var out) {
   check_var(x, "input X");

@@ -76,10 +76,10 @@ VarDesc VarDesc::make(std::string name, int64_t type, int64_t data_type,
   return VarDesc(ObjectPtr<Object>(std::move(n)));
 }
 
-VarDesc VarDesc::tensor(std::string name, VarType element, std::vector<int64_t> dims,
+VarDesc VarDesc::tensor(std::string name, VarType element, const std::vector<int64_t>& dims,
                         bool persistable) {
   return make(std::move(name), static_cast<int64_t>(VarType::kLoDTensor),
-              static_cast<int64_t>(element), std::move(dims), 0, 0, persistable);
+              static_cast<int64_t>(element), dims, 0, 0, persistable);
 }
 
 VarDesc VarDesc::channel(std::string name, VarType element, int64_t capacity) {

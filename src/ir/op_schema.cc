@@ -128,7 +128,7 @@ const OpSchema& OpSchemaRegistry::add(const OpSchema& schema) {
   if (schemas_.count(schema.type()) != 0) {
     CHANFLOW_THROW(Error) << "OpSchemaRegistry: op '" << schema.type() << "' is already registered";
   }
-  auto owned = std::make_unique<OpSchema>(std::move(schema));
+  auto owned = std::make_unique<OpSchema>(schema);
   owned->id_ = static_cast<int>(schemas_.size());
   const OpSchema& ref = *owned;
   schemas_.emplace(owned->type(), std::move(owned));

@@ -210,8 +210,7 @@ VarDesc convert_var(const pb::VarDesc& v, const Cursor& c) {
     data_type = t.channel().data_type();
     capacity = t.channel().capacity();
   }
-  return VarDesc::make(v.name(), t.type(), data_type, std::move(dims), lod_level, capacity,
-                       v.persistable());
+  return VarDesc::make(v.name(), t.type(), data_type, dims, lod_level, capacity, v.persistable());
 }
 
 }  // namespace

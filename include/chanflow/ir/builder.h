@@ -103,9 +103,9 @@ class CHANFLOW_API SelectGuard : public BlockGuard {
   SelectGuard& operator=(SelectGuard&&) noexcept = default;
   // A case that sends x on ch when chosen; the ops added until the returned guard closes are its
   // body.
-  BlockGuard case_send(Var ch, Var x);
+  BlockGuard case_send(const Var& ch, Var x);
   // A case that receives from ch into `out` (created when none) when chosen.
-  BlockGuard case_recv(Var ch, Var out = {});
+  BlockGuard case_recv(const Var& ch, Var out = {});
   // The default case (at most one): chosen when no other case can proceed.
   BlockGuard case_default();
   // The variable the last case_recv receives into.
@@ -126,7 +126,7 @@ class CHANFLOW_API ProgramBuilder {
 
   // ---- variables ---------------------------------------------------------------------------
   // Declares a tensor variable in the current block (throws Error if the name is taken there).
-  Var var(std::string name, DType dtype, std::vector<int64_t> dims = {});
+  Var var(std::string name, DType dtype, const std::vector<int64_t>& dims = {});
   // Declares a channel variable and emits channel_create: tensors of `element` dtype.
   Var make_channel(DType element, int64_t capacity = 0, std::string name = {});
   // A channel of any tensor (element LOD_TENSOR) or of channels (element CHANNEL).
@@ -140,21 +140,21 @@ class CHANFLOW_API ProgramBuilder {
   // ---- compute ops (one per registered op; `out` defaults to a new variable) -----------------
   Var fill_constant(const std::vector<int64_t>& shape, DType dtype, double value, Var out = {});
   Var assign(const Var& x, Var out = {});
-  Var elementwise_add(Var x, Var y, Var out = {});
-  Var elementwise_sub(Var x, Var y, Var out = {});
-  Var elementwise_mul(Var x, Var y, Var out = {});
-  Var elementwise_div(Var x, Var y, Var out = {});
-  Var elementwise_max(Var x, Var y, Var out = {});
-  Var elementwise_min(Var x, Var y, Var out = {});
-  Var equal(Var x, Var y, Var out = {});
-  Var not_equal(Var x, Var y, Var out = {});
-  Var less_than(Var x, Var y, Var out = {});
-  Var less_equal(Var x, Var y, Var out = {});
-  Var greater_than(Var x, Var y, Var out = {});
-  Var greater_equal(Var x, Var y, Var out = {});
-  Var logical_and(Var x, Var y, Var out = {});
-  Var logical_or(Var x, Var y, Var out = {});
-  Var logical_not(Var x, Var out = {});
+  Var elementwise_add(const Var& x, const Var& y, Var out = {});
+  Var elementwise_sub(const Var& x, const Var& y, Var out = {});
+  Var elementwise_mul(const Var& x, const Var& y, Var out = {});
+  Var elementwise_div(const Var& x, const Var& y, Var out = {});
+  Var elementwise_max(const Var& x, const Var& y, Var out = {});
+  Var elementwise_min(const Var& x, const Var& y, Var out = {});
+  Var equal(const Var& x, const Var& y, Var out = {});
+  Var not_equal(const Var& x, const Var& y, Var out = {});
+  Var less_than(const Var& x, const Var& y, Var out = {});
+  Var less_equal(const Var& x, const Var& y, Var out = {});
+  Var greater_than(const Var& x, const Var& y, Var out = {});
+  Var greater_equal(const Var& x, const Var& y, Var out = {});
+  Var logical_and(const Var& x, const Var& y, Var out = {});
+  Var logical_or(const Var& x, const Var& y, Var out = {});
+  Var logical_not(const Var& x, Var out = {});
   Var increment(const Var& x, double step = 1.0, Var out = {});
   Var scale(const Var& x, double scale, double bias = 0.0, Var out = {});
   Var cast(const Var& x, DType to, Var out = {});
@@ -208,7 +208,7 @@ class CHANFLOW_API ProgramBuilder {
   friend class SelectGuard;
   struct State;
   Var declare(VarType type, VarType element, std::string name, int64_t capacity,
-              std::vector<int64_t> dims = {});
+              const std::vector<int64_t>& dims = {});
   Var temp(const std::string& op_type, VarType element);
   void check_var(const Var& v, const char* role) const;
   Var unary_op(const std::string& type, const Var& x, VarType out_elem, Var out,

@@ -47,7 +47,7 @@ class CHANFLOW_API VarDesc : public ObjectRef {
   CHANFLOW_DEFINE_OBJECT_REF(VarDesc, ObjectRef, VarDescObj);
 
   // A LOD_TENSOR variable with element type `element` (an element VarType) and optional dims.
-  static VarDesc tensor(std::string name, VarType element, std::vector<int64_t> dims = {},
+  static VarDesc tensor(std::string name, VarType element, const std::vector<int64_t>& dims = {},
                         bool persistable = false);
   // A CHANNEL variable carrying `element` values (see VarDescObj::data_type), with a capacity.
   static VarDesc channel(std::string name, VarType element, int64_t capacity);
