@@ -60,10 +60,10 @@ void Channel::close() const { detail::chan_close(base()); }
 
 SelectCase Channel::select_send(ObjectRef& value) const {
   if (defined()) get()->check_elem(value);
-  return SelectCase(SelectCase::Kind::kSend, base(), &value);
+  return {SelectCase::Kind::kSend, base(), &value};
 }
 SelectCase Channel::select_recv(std::optional<ObjectRef>& out) const {
-  return SelectCase(SelectCase::Kind::kRecv, base(), &out);
+  return {SelectCase::Kind::kRecv, base(), &out};
 }
 
 }  // namespace chanflow

@@ -3,7 +3,7 @@
 
 namespace chanflow {
 
-Group::Group(Context parent) : state_(std::make_shared<State>(with_cancel(parent))) {}
+Group::Group(const Context& parent) : state_(std::make_shared<State>(with_cancel(parent))) {}
 
 Group::~Group() = default;
 

@@ -5,8 +5,8 @@
 // the slot the fault hit from the chunk registry, reads the task header at the top of that slot,
 // writes the green thread's name with write(2) and aborts. Faults elsewhere go to the previous
 // handler (ASan's, or the default action).
-#include <signal.h>
 #include <unistd.h>
+#include <csignal>
 
 #include <cstdlib>
 #include <cstring>
@@ -21,7 +21,7 @@ namespace {
 struct sigaction g_previous;
 std::once_flag g_install_once;
 thread_local void* t_alt_stack = nullptr;
-constexpr std::size_t kAltStackSize = 64 * 1024;
+constexpr std::size_t kAltStackSize = std::size_t{64} * 1024;
 
 void write_str(const char* s) noexcept {
   std::size_t n = std::strlen(s);

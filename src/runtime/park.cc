@@ -33,7 +33,7 @@ uint32_t os_park(Parker* p, void (*unlock)(void*), void* arg) {
         break;
       }
       // Plain threads exist that might still wake us: look again now and then.
-      if (d == DeadlockState::kForeignThreads) timeout = 50 * 1000 * 1000;
+      if (d == DeadlockState::kForeignThreads) timeout = 50L * 1000 * 1000;  // 50 ms, in ns
       if (p->os_word.load(std::memory_order_acquire) != 0) continue;
     }
     futex_wait(&p->os_word, 0, timeout);

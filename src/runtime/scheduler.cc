@@ -60,10 +60,10 @@ std::size_t default_stack_size() {
     char* end = nullptr;
     unsigned long long v = std::strtoull(env, &end, 10);
     if (end != nullptr && (*end == 'k' || *end == 'K')) v *= 1024;
-    if (end != nullptr && (*end == 'm' || *end == 'M')) v *= 1024 * 1024;
+    if (end != nullptr && (*end == 'm' || *end == 'M')) v *= 1024ULL * 1024;
     if (v > 0) return static_cast<std::size_t>(v);
   }
-  return 256 * 1024;
+  return std::size_t{256} * 1024;
 }
 
 [[noreturn]] void die_of_exception(const Task* t, const char* what) {
@@ -470,7 +470,7 @@ SpawnSlot spawn_begin(SchedulerImpl* s, std::string&& name, std::size_t fn_size,
   t->parker.task = t;
   const std::size_t align = std::max<std::size_t>(fn_align, 16);
   auto fn_addr = (reinterpret_cast<std::uintptr_t>(t) - fn_size) & ~(align - 1);
-  t->fn = reinterpret_cast<void*>(fn_addr);
+  t->fn = reinterpret_cast<void*>(fn_addr);  // NOLINT(performance-no-int-to-ptr): aligning down
   return SpawnSlot{t, t->fn};
 }
 
@@ -508,7 +508,7 @@ Scheduler& scheduler_for_go() {
   if (Scheduler* s = g_scoped_default.load(std::memory_order_acquire)) return *s;
   // The process-wide default lives until exit (like Go's runtime): never destroyed, so green
   // threads still parked at exit are simply dropped.
-  static Scheduler* const kDefault = new Scheduler();
+  static auto* const kDefault = new Scheduler();
   return *kDefault;
 }
 

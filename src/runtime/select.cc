@@ -65,7 +65,8 @@ bool ready_relaxed(const SelectCase& cs) noexcept {
 // Storage for up to kInline objects on the stack (uninitialised), else on the heap.
 template <class T>
 struct Scratch {
-  alignas(T) unsigned char inline_[sizeof(T) * kInline];
+  // T may be a pointer type (Scratch<Waiter*>): sizeof(T) is then meant.
+  alignas(T) unsigned char inline_[sizeof(T) * kInline];  // NOLINT(bugprone-sizeof-expression)
   std::vector<T> heap_;
   T* get(std::size_t n) {
     if (n <= kInline) return reinterpret_cast<T*>(inline_);

@@ -211,7 +211,7 @@ bool find_guard_hit(const void* addr, char** slot_top) noexcept {
     const std::uintptr_t off = (a - b) % slot;
     const std::uintptr_t slot_base = a - off;
     if (guard != 0 && off < guard) {
-      *slot_top = reinterpret_cast<char*>(slot_base + slot);
+      *slot_top = reinterpret_cast<char*>(slot_base + slot);  // NOLINT(performance-no-int-to-ptr)
       return true;
     }
     return false;

@@ -20,7 +20,7 @@ namespace {
 class TimerService {
  public:
   static TimerService& get() {
-    static TimerService* const kService = new TimerService();  // lives until exit
+    static auto* const kService = new TimerService();  // lives until exit
     return *kService;
   }
 
