@@ -24,7 +24,7 @@ namespace chanflow {
 class CHANFLOW_API Group {
  public:
   // A group whose context is a child of parent.
-  explicit Group(Context parent = background());
+  explicit Group(const Context& parent = background());
   Group(const Group&) = delete;
   Group& operator=(const Group&) = delete;
   // Does not wait: call wait(). The group's state outlives it while its green threads run.
