@@ -305,6 +305,7 @@ void GoMachineImpl::process(NodeState* n, uint32_t slot) {
     const Edge& e = n->subscribers[i];
     const uint32_t pos = skipped ? kCancelPos : e.pos;
     if (i + 1 < nsubs) {
+      // NOLINTNEXTLINE(bugprone-use-after-move): the move happens only in the last iteration
       e.to->inbox.send(Msg{pos, slot, value});
     } else {
       e.to->inbox.send(Msg{pos, slot, std::move(value)});
@@ -438,7 +439,7 @@ GoMachine::GoMachine(const Graph& g, GoMachineOptions options)
       arg_at += n.expected;
     }
     n.out = std::span<Tensor>(m.outs.data() + i * window, window);
-    n.inbox = make_chan<detail::Msg>(n.expected * m.window);
+    n.inbox = make_chan<detail::Msg>(std::size_t{n.expected} * m.window);
     if (arity == 0) {
       m.sources.push_back(&n);
       m.source_input.push_back(m.input_index[i]);
@@ -560,7 +561,7 @@ std::vector<std::vector<Tensor>> GoMachine::stream(const Context& ctx,
       std::rethrow_exception(e);
     }
     --in_flight;
-    const std::size_t item = static_cast<std::size_t>(m.runs[*got].seq - first_seq);
+    const auto item = static_cast<std::size_t>(m.runs[*got].seq - first_seq);
     finished[item] = true;
     while (collected < fed && finished[collected]) {
       const auto slot = static_cast<uint32_t>(collected % m.window);

@@ -140,7 +140,7 @@ Node Graph::input(const std::string& name, DType dtype, const Shape& shape) {
   detail::NodeData& n = new_node(*impl_, OpKind::kInput, name);
   n.shape = shape;
   n.dtype = dtype;
-  return Node(impl_.get(), n.id);
+  return {impl_.get(), n.id};
 }
 
 Node Graph::constant(const Tensor& value, const std::string& name) {
@@ -149,7 +149,7 @@ Node Graph::constant(const Tensor& value, const std::string& name) {
   n.shape = value.shape();
   n.dtype = value.dtype();
   n.value = value;
-  return Node(impl_.get(), n.id);
+  return {impl_.get(), n.id};
 }
 
 Node Graph::scalar(float value, const std::string& name) {
@@ -180,7 +180,7 @@ Node Graph::apply(const std::string& name, const std::vector<Node>& operands, co
   n.shape = shape;
   n.dtype = dtype;
   n.fn = std::make_shared<CustomFn>(std::move(fn));
-  return Node(impl_.get(), n.id);
+  return {impl_.get(), n.id};
 }
 
 void Graph::set(const Node& input, const Tensor& value) {
@@ -212,7 +212,7 @@ Node Graph::node(int64_t id) const {
   if (id < 0 || id >= size()) {
     CHANFLOW_THROW(Error) << "graph has no node with id " << id << " (size " << size() << ")";
   }
-  return Node(impl_.get(), id);
+  return {impl_.get(), id};
 }
 
 int64_t Graph::size() const { return static_cast<int64_t>(impl_->nodes.size()); }

@@ -101,7 +101,7 @@ Node binary(OpKind op, const Node& a, const Node& b) {
       break;
   }
   NodeData& n = make(g, op, {a.id(), b.id()}, std::move(*shape), dt);
-  return Node(g, n.id);
+  return {g, n.id};
 }
 
 Node unary(OpKind op, const Node& a) {
@@ -123,7 +123,7 @@ Node unary(OpKind op, const Node& a) {
       break;
   }
   NodeData& n = make(g, op, {a.id()}, da.shape, dt);
-  return Node(g, n.id);
+  return {g, n.id};
 }
 
 int64_t normalize_axis(GraphImpl* g, OpKind op, const NodeData& a, int64_t axis) {
@@ -171,14 +171,14 @@ Node reduce(OpKind op, const Node& a, const Axes& axes, bool keepdims) {
   NodeData& n = make(g, op, {a.id()}, std::move(shape), dt);
   n.axes = std::move(norm);
   n.keepdims = keepdims;
-  return Node(g, n.id);
+  return {g, n.id};
 }
 
 Node scalar_like(const Node& a, double v) {
   GraphImpl* g = graph_of(OpKind::kConstant, {&a});
   NodeData& n = make(g, OpKind::kConstant, {}, Shape{}, a.dtype());
   n.value = Tensor::scalar(v, a.dtype());
-  return Node(g, n.id);
+  return {g, n.id};
 }
 
 }  // namespace
@@ -258,7 +258,7 @@ Node argmax(const Node& a, std::optional<int64_t> axis, bool keepdims) {
   NodeData& n = make(g, OpKind::kArgmax, {a.id()}, std::move(shape), DType::kInt64);
   n.axis = ax;
   n.keepdims = keepdims;
-  return Node(g, n.id);
+  return {g, n.id};
 }
 
 namespace {
@@ -268,7 +268,7 @@ Node softmax_like(OpKind op, const Node& a, int64_t axis) {
   const int64_t ax = normalize_axis(g, op, da, axis);
   NodeData& n = make(g, op, {a.id()}, da.shape, float_result_type(da.dtype));
   n.axis = ax;
-  return Node(g, n.id);
+  return {g, n.id};
 }
 }  // namespace
 
@@ -301,7 +301,7 @@ Node matmul(const Node& a, const Node& b) {
   if (!vb) out.push_back(sb.back());
   NodeData& n =
       make(g, OpKind::kMatmul, {a.id(), b.id()}, std::move(out), promote_types(da.dtype, db.dtype));
-  return Node(g, n.id);
+  return {g, n.id};
 }
 
 Node batched_matmul(const Node& a, const Node& b) {
@@ -347,7 +347,7 @@ Node reshape(const Node& a, const Shape& shape) {
   }
   NodeData& n = make(g, OpKind::kReshape, {a.id()}, out, da.dtype);
   n.target = std::move(out);
-  return Node(g, n.id);
+  return {g, n.id};
 }
 
 Node transpose(const Node& a, const std::vector<int64_t>& perm) {
@@ -374,14 +374,14 @@ Node transpose(const Node& a, const std::vector<int64_t>& perm) {
   for (int64_t ax : p) out.push_back(da.shape[static_cast<std::size_t>(ax)]);
   NodeData& n = make(g, OpKind::kTranspose, {a.id()}, std::move(out), da.dtype);
   n.perm = std::move(p);
-  return Node(g, n.id);
+  return {g, n.id};
 }
 
 Node cast(const Node& a, DType dtype) {
   GraphImpl* g = graph_of(OpKind::kCast, {&a});
   NodeData& n = make(g, OpKind::kCast, {a.id()}, a.shape(), dtype);
   n.to = dtype;
-  return Node(g, n.id);
+  return {g, n.id};
 }
 
 Node broadcast_to(const Node& a, const Shape& shape) {
@@ -396,7 +396,7 @@ Node broadcast_to(const Node& a, const Shape& shape) {
   }
   NodeData& n = make(g, OpKind::kBroadcastTo, {a.id()}, shape, da.dtype);
   n.target = shape;
-  return Node(g, n.id);
+  return {g, n.id};
 }
 
 Node sum_to(const Node& a, const Shape& shape) {
@@ -410,7 +410,7 @@ Node sum_to(const Node& a, const Shape& shape) {
   }
   NodeData& n = make(g, OpKind::kSumTo, {a.id()}, shape, da.dtype);
   n.target = shape;
-  return Node(g, n.id);
+  return {g, n.id};
 }
 
 }  // namespace chanflow
