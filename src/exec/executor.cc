@@ -55,17 +55,19 @@ void Executor::prepare(const Program& program) { prepared(program); }
 
 namespace {
 
+// The slot of block 0's variable `name`; throws naming `what` (e.g. "feed") when it has none.
+size_t block0_slot(const PreparedProgram& p, const std::string& name, const char* what) {
+  for (size_t i = 0; i < p.block0_vars.size(); ++i) {
+    if (p.block0_vars[i]->name == name) return i;
+  }
+  throw Error(std::string(what) + " '" + name + "': block 0 declares no variable of that name");
+}
+
 void feed_vars(const PreparedProgram& p, const Scope& root,
                const std::map<std::string, Tensor>& feed) {
   for (const auto& [name, t] : feed) {
-    int32_t slot = -1;
-    for (size_t i = 0; i < p.block0_vars.size(); ++i) {
-      if (p.block0_vars[i]->name == name) slot = static_cast<int32_t>(i);
-    }
-    if (slot < 0) {
-      CHANFLOW_THROW(Error) << "feed '" << name << "': block 0 declares no variable of that name";
-    }
-    const VarDesc& v = p.block0_vars[static_cast<size_t>(slot)];
+    const size_t slot = block0_slot(p, name, "feed");
+    const VarDesc& v = p.block0_vars[slot];
     if (v->type != static_cast<int64_t>(VarType::kLoDTensor)) {
       CHANFLOW_THROW(TypeError) << "feed '" << name << "': the variable is a "
                                 << var_type_name(v->var_type()) << ", not a tensor";
@@ -77,7 +79,7 @@ void feed_vars(const PreparedProgram& p, const Scope& root,
                                 << var_type_name(static_cast<VarType>(v->data_type))
                                 << " tensors, the fed tensor is " << dtype_name(t.dtype());
     }
-    root->set(slot, t);
+    root->set(static_cast<int32_t>(slot), t);
   }
 }
 
@@ -96,15 +98,8 @@ bool channel_fits(int64_t data_type, const std::string& elem) {
 void feed_channels(const PreparedProgram& p, const Scope& root,
                    const std::map<std::string, Channel>& channels) {
   for (const auto& [name, ch] : channels) {
-    int32_t slot = -1;
-    for (size_t i = 0; i < p.block0_vars.size(); ++i) {
-      if (p.block0_vars[i]->name == name) slot = static_cast<int32_t>(i);
-    }
-    if (slot < 0) {
-      CHANFLOW_THROW(Error) << "channel feed '" << name
-                            << "': block 0 declares no variable of that name";
-    }
-    const VarDesc& v = p.block0_vars[static_cast<size_t>(slot)];
+    const size_t slot = block0_slot(p, name, "channel feed");
+    const VarDesc& v = p.block0_vars[slot];
     if (v->type != static_cast<int64_t>(VarType::kChannel)) {
       CHANFLOW_THROW(TypeError) << "channel feed '" << name << "': the variable is a "
                                 << var_type_name(v->var_type()) << ", not a channel";
@@ -118,7 +113,7 @@ void feed_channels(const PreparedProgram& p, const Scope& root,
       CHANFLOW_THROW(TypeError) << "channel feed '" << name << "': the variable is a channel of "
                                 << declared << ", the fed channel carries " << ch->elem_type();
     }
-    root->set(slot, ch);
+    root->set(static_cast<int32_t>(slot), ch);
   }
 }
 
