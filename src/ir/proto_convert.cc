@@ -369,9 +369,16 @@ pb::ProgramDesc to_proto(const Program& program) {
       t->set_type(static_cast<pb::VarType::Type>(v->type));
       const bool has_elem = is_valid_var_type(v->data_type);
       if (v->type == static_cast<int64_t>(VarType::kChannel)) {
-        auto* ch = t->mutable_channel();
-        if (has_elem) ch->set_data_type(static_cast<pb::VarType::Type>(v->data_type));
-        ch->set_capacity(v->capacity);
+        // The loader requires 'data_type' in a channel description, so a variable without an
+        // element type (Paddle's make_channel wrote those) is saved without a description.
+        if (has_elem) {
+          auto* ch = t->mutable_channel();
+          ch->set_data_type(static_cast<pb::VarType::Type>(v->data_type));
+          ch->set_capacity(v->capacity);
+        } else if (v->capacity != 0) {
+          unrepresentable(bi, -1, "",
+                          "channel variable '" + v->name + "' has a capacity but no element type");
+        }
       } else if (v->type == static_cast<int64_t>(VarType::kLoDTensor) ||
                  v->type == static_cast<int64_t>(VarType::kSelectedRows)) {
         pb::VarType::TensorDesc* td = v->type == static_cast<int64_t>(VarType::kLoDTensor)

@@ -83,6 +83,23 @@ TEST(ProgramRoundTrip, UnrepresentableValuesAreErrors) {
   EXPECT_THROW(p.to_binary(), cf::ProgramError);
 }
 
+// Paddle's make_channel declared CHANNEL variables with no 'channel { ... }' description (the
+// element type lived on channel_create). Such a variable loads, so it must save and reload: the
+// saver once wrote an empty description that the loader then rejected (found by fuzz_ir_binary).
+TEST(ProgramRoundTrip, ChannelVariableWithoutDescription) {
+  const cf::Program p = cf::Program::from_text(R"(
+blocks { idx: 0 parent_idx: -1 vars { name: "ch" type { type: CHANNEL } } }
+)");
+  EXPECT_TRUE(cf::Program::from_text(p.to_text()).equals(p));
+  EXPECT_TRUE(cf::Program::from_binary(p.to_binary()).equals(p));
+  EXPECT_TRUE(cf::Program::from_json(p.to_json()).equals(p));
+  // A capacity with no element type has no spelling in the format: an error, not a bad file.
+  const cf::Program odd = cf::Program::make({cf::Block::make(
+      0, -1, {cf::VarDesc::make("ch", static_cast<int64_t>(cf::VarType::kChannel), -1, {}, 0, 3, false)},
+      {})});
+  EXPECT_THROW(odd.to_text(), cf::ProgramError);
+}
+
 TEST(ProgramRoundTrip, LargeBuilderProgram) {
   cf::Program p = cf::testing_programs::daisy_chain(300);
   EXPECT_TRUE(cf::Program::from_binary(p.to_binary()).equals(p));
