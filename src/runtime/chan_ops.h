@@ -1,30 +1,11 @@
 // chan_ops.h — the steps of Go's channel algorithm shared by chan.cc and select.cc (private).
-// Every function here runs with the channel's lock held, except the two lock-free *_may_proceed
-// checks.
+// Every function here runs with the channel's lock held. The lock-free readiness checks
+// (recv_may_proceed, send_may_proceed) are in chan_base.h, where Chan<T> inlines them.
 #pragma once
 
 #include "chanflow/runtime/detail/chan_base.h"
 
 namespace chanflow::detail {
-
-// Lock-free "could a receive proceed?" for non-blocking receives (Go's `empty(c)` fast path in
-// chanrecv). A false answer is a true statement about one instant: "no parked sender / empty
-// buffer" was observed, then "not closed" (acquire); a channel cannot reopen, so it was not closed
-// at the first observation either, and at that instant the receive could not proceed. A true
-// answer only means "take the lock and look". Thread-safe, never blocks.
-inline bool recv_may_proceed(const ChanBase* c) noexcept {
-  const bool empty =
-      c->cap_ == 0 ? c->sendq_.empty_relaxed() : c->count_.load(std::memory_order_acquire) == 0;
-  return !empty || c->closed_.load(std::memory_order_acquire);
-}
-
-// The same for sends (Go's `full(c)`): no parked receiver / full buffer, and not closed (a send on
-// a closed channel must take the slow path to throw).
-inline bool send_may_proceed(const ChanBase* c) noexcept {
-  const bool full = c->cap_ == 0 ? c->recvq_.empty_relaxed()
-                                 : c->count_.load(std::memory_order_relaxed) == c->cap_;
-  return !full || c->closed_.load(std::memory_order_acquire);
-}
 
 // Pops the first waiter whose parker we can claim; waiters of a select that already completed
 // elsewhere (or of a canceled wait) are dropped from the queue on the way.
@@ -50,13 +31,14 @@ inline void take_head(ChanBase* c, void* out) noexcept {
   c->ops_->to_optional(out, s);
   c->ops_->destroy(s);
   c->head_ = (c->head_ + 1) % c->cap_;
-  c->count_.store(c->count_.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
+  // release: the lock-free readiness checks rely on it (chan_base.h).
+  c->count_.store(c->count_.load(std::memory_order_relaxed) - 1, std::memory_order_release);
 }
 
 inline void put_tail(ChanBase* c, void* elem) noexcept {
   const std::size_t n = c->count_.load(std::memory_order_relaxed);
   c->ops_->construct(c->slot(n), elem);
-  c->count_.store(n + 1, std::memory_order_relaxed);
+  c->count_.store(n + 1, std::memory_order_release);  // see take_head
 }
 
 // A receiver meets a parked sender. Unbuffered: take its value directly. Buffered (then full):

@@ -56,10 +56,45 @@ void unlock_all(void* arg) noexcept {
   __builtin_unreachable();  // CHANFLOW_THROW throws at the end of the statement
 }
 
-// Lock-free "could this case proceed?" for a one-case select with default (chan_ops.h).
-bool ready_relaxed(const SelectCase& cs) noexcept {
+// Lock-free "could this case proceed?" (chan_base.h): false is a linearizable "not ready".
+bool may_proceed(const SelectCase& cs) noexcept {
   return cs.kind() == SelectCase::Kind::kSend ? send_may_proceed(cs.chan())
                                               : recv_may_proceed(cs.chan());
+}
+
+enum class Outcome : uint8_t { kNotReady, kDone, kSendOnClosed };
+
+// With the lock of cs's channel held: performs cs if it can proceed now. *wake receives the parker
+// of a party this completed (to unpark once every lock is released).
+Outcome attempt(SelectCase& cs, Parker** wake) noexcept {
+  ChanBase* c = cs.chan();
+  if (cs.kind() == SelectCase::Kind::kSend) {
+    if (c->closed_.load(std::memory_order_relaxed)) return Outcome::kSendOnClosed;
+    if (Waiter* r = dequeue_claimable(c->recvq_)) {
+      hand_to_receiver(c, r, cs.elem());
+      *wake = r->parker;
+      return Outcome::kDone;
+    }
+    if (c->count_.load(std::memory_order_relaxed) < c->cap_) {
+      put_tail(c, cs.elem());
+      return Outcome::kDone;
+    }
+  } else {
+    if (Waiter* snd = dequeue_claimable(c->sendq_)) {
+      take_from_sender(c, snd, cs.elem());
+      *wake = snd->parker;
+      return Outcome::kDone;
+    }
+    if (c->count_.load(std::memory_order_relaxed) > 0) {
+      take_head(c, cs.elem());
+      return Outcome::kDone;
+    }
+    if (c->closed_.load(std::memory_order_relaxed)) {
+      c->ops_->reset_optional(cs.elem());
+      return Outcome::kDone;
+    }
+  }
+  return Outcome::kNotReady;
 }
 
 // Storage for up to kInline objects on the stack (uninitialised), else on the heap.
@@ -106,9 +141,29 @@ std::size_t select(std::span<SelectCase> cases) {
     if (default_index != SIZE_MAX) return default_index;
     park_forever();
   }
-  if (n == 1 && default_index != SIZE_MAX && !ready_relaxed(cases[order[0]])) {
-    return default_index;  // Go's non-blocking fast path: no lock when nothing is ready
+  // Pass 0, without the all-channel lock: in poll order, skip the cases that the lock-free check
+  // proves not ready, and try a case that may proceed under its own channel's lock only. A case
+  // done here is a valid choice: it was ready when performed, and every case polled before it was
+  // not ready at an instant during this call (linearizable "not ready", chan_base.h), so a select
+  // that locked everything could have made the same choice. Choosing the default or parking needs
+  // "nothing ready" at one instant, which only the full pass below (every lock held) establishes
+  // — except with a single live case, where its own check is that instant (Go's selectnbrecv).
+  for (std::size_t k = 0; k < n; ++k) {
+    const std::size_t i = order[k];
+    SelectCase& cs = cases[i];
+    if (!may_proceed(cs)) continue;
+    ChanBase* c = cs.chan();
+    Parker* wake = nullptr;
+    c->lock_.lock();
+    const Outcome o = attempt(cs, &wake);
+    c->lock_.unlock();
+    if (o == Outcome::kSendOnClosed) throw_select_send_closed(c);
+    if (o == Outcome::kDone) {
+      if (wake != nullptr) unpark(wake);
+      return i;
+    }
   }
+  if (n == 1 && default_index != SIZE_MAX) return default_index;
   // Lock order: by channel address, each channel once.
   Scratch<ChanBase*> chans_buf;
   ChanBase** chans = chans_buf.get(n);
@@ -135,42 +190,13 @@ std::size_t select(std::span<SelectCase> cases) {
   // Pass 1: the first ready case in poll order wins.
   for (std::size_t k = 0; k < n; ++k) {
     const std::size_t i = order[k];
-    SelectCase& cs = cases[i];
-    ChanBase* c = cs.chan();
-    if (cs.kind() == SelectCase::Kind::kSend) {
-      if (c->closed_.load(std::memory_order_relaxed)) {
-        unlock_all(&locks);
-        throw_select_send_closed(c);
-      }
-      if (Waiter* r = dequeue_claimable(c->recvq_)) {
-        hand_to_receiver(c, r, cs.elem());
-        unlock_all(&locks);
-        unpark(r->parker);
-        return i;
-      }
-      if (c->count_.load(std::memory_order_relaxed) < c->cap_) {
-        put_tail(c, cs.elem());
-        unlock_all(&locks);
-        return i;
-      }
-    } else {
-      if (Waiter* s = dequeue_claimable(c->sendq_)) {
-        take_from_sender(c, s, cs.elem());
-        unlock_all(&locks);
-        unpark(s->parker);
-        return i;
-      }
-      if (c->count_.load(std::memory_order_relaxed) > 0) {
-        take_head(c, cs.elem());
-        unlock_all(&locks);
-        return i;
-      }
-      if (c->closed_.load(std::memory_order_relaxed)) {
-        c->ops_->reset_optional(cs.elem());
-        unlock_all(&locks);
-        return i;
-      }
-    }
+    Parker* wake = nullptr;
+    const Outcome o = attempt(cases[i], &wake);
+    if (o == Outcome::kNotReady) continue;
+    unlock_all(&locks);
+    if (o == Outcome::kSendOnClosed) throw_select_send_closed(cases[i].chan());
+    if (wake != nullptr) unpark(wake);
+    return i;
   }
   if (default_index != SIZE_MAX) {
     unlock_all(&locks);

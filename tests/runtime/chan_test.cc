@@ -225,6 +225,185 @@ TEST_P(Chan, ValuesAreVisibleToReceiver) {
   EXPECT_EQ(i, boxes.size());
 }
 
+TEST_P(Chan, NonblockingSeesParkedPartiesAndClose) {
+  // The lock-free "not ready" check must not hide a parked sender, a parked receiver, a buffered
+  // value or a close.
+  auto u = cf::make_chan<int>();
+  cf::go([u] { u.send(41); });
+  wait_until([&] { return parked_senders(u.base()) == 1; });
+  EXPECT_EQ(u.try_recv(), 41);
+  EXPECT_EQ(u.try_recv(), std::nullopt);
+  EXPECT_FALSE(u.try_send(1));  // no receiver
+  auto got = cf::make_chan<std::optional<int>>(1);
+  cf::go([u, got] { got.send(u.recv()); });
+  wait_until([&] { return parked_receivers(u.base()) == 1; });
+  EXPECT_TRUE(u.try_send(42));
+  EXPECT_EQ(got.recv(), std::optional<int>(42));
+  u.close();
+  EXPECT_EQ(u.try_recv(), std::nullopt);
+  EXPECT_TRUE(u.closed());
+  EXPECT_THROW(u.try_send(1), cf::ChannelClosedError);
+
+  auto b = cf::make_chan<int>(2);
+  EXPECT_TRUE(b.try_send(1));
+  EXPECT_TRUE(b.try_send(2));
+  EXPECT_FALSE(b.try_send(3));  // full
+  b.close();
+  EXPECT_THROW(b.try_send(3), cf::ChannelClosedError);  // full and closed: closed wins
+  EXPECT_EQ(b.try_recv(), 1);
+  EXPECT_EQ(b.try_recv(), 2);
+  EXPECT_EQ(b.try_recv(), std::nullopt);
+}
+
+TEST_P(Chan, TryRecvRacingSendersLosesNothing) {
+  // Pollers spin on try_recv while blocked and buffered senders race them: every value arrives
+  // exactly once, and a parked sender is always found (else the pollers never finish).
+  for (std::size_t cap : {std::size_t{0}, std::size_t{1}, std::size_t{16}}) {
+    auto ch = cf::make_chan<int64_t>(cap);
+    constexpr int kSenders = 4;
+    constexpr int kPollers = 3;
+    constexpr int64_t kPer = 2000;
+    constexpr int64_t kN = kSenders * kPer;
+    std::atomic<int64_t> count{0};
+    std::atomic<int64_t> sum{0};
+    cf::WaitGroup wg;
+    for (int p = 0; p < kSenders; ++p) {
+      wg.add();
+      cf::go("sender", [&, ch, p] {
+        for (int64_t i = 0; i < kPer; ++i) ch.send(p * kPer + i);
+        wg.done();
+      });
+    }
+    for (int q = 0; q < kPollers; ++q) {
+      wg.add();
+      cf::go("poller", [&, ch] {
+        while (count.load() < kN) {
+          if (std::optional<int64_t> v = ch.try_recv()) {
+            sum += *v;
+            count++;
+          } else {
+            cf::yield();
+          }
+        }
+        wg.done();
+      });
+    }
+    wg.wait();
+    EXPECT_EQ(count.load(), kN) << "cap " << cap;
+    EXPECT_EQ(sum.load(), kN * (kN - 1) / 2) << "cap " << cap;
+    EXPECT_EQ(ch.try_recv(), std::nullopt);
+    EXPECT_EQ(ch.size(), 0u);
+  }
+}
+
+TEST_P(Chan, NonblockingNeverNotReadyWhileReadyUntilClose) {
+  // A buffered channel that stays non-empty (or non-full) until it is closed is never "empty and
+  // open" (or "full and open"): a non-blocking receive (send) racing the close must never say
+  // "not ready". This is what fails when the fast path reads `closed` before emptiness: it can see
+  // "open" before the close and "empty" after the drain. A round counts when the buffer was still
+  // non-empty (non-full) at the close, which the closer checks afterwards; the pollers start
+  // polling together with the close, so that most rounds count.
+  constexpr int kRounds = 20;
+  constexpr int kPollers = 3;
+  constexpr std::size_t kCap = 64;
+  int recv_conclusive = 0;
+  int send_conclusive = 0;
+  for (int round = 0; round < kRounds; ++round) {
+    // Receives: the closer closes, then drains; values left at the close prove the round.
+    {
+      auto ch = cf::make_chan<int>(kCap);
+      for (std::size_t i = 0; i < kCap; ++i) ch.send(1);
+      std::atomic<int> started{0};
+      std::atomic<bool> go{false};
+      std::atomic<int> not_ready{0};
+      cf::WaitGroup wg;
+      for (int q = 0; q < kPollers; ++q) {
+        wg.add();
+        cf::go("recv poller", [&, ch, q] {
+          started++;
+          while (!go.load()) {
+          }  // start polling together with the close, not long before it
+          for (int i = 0;; ++i) {
+            if ((i + q) % 3 == 0) {
+              std::optional<int> v = ch.try_recv();
+              // nullopt may only mean "closed and drained": then closed() is true afterwards.
+              if (!v) {
+                if (!ch.closed()) not_ready++;
+                break;
+              }
+            } else {
+              bool closed_seen = false;
+              bool deflt = false;
+              auto body = [&](std::optional<int> v) { closed_seen = !v; };
+              if ((i + q) % 3 == 1) {
+                cf::select(cf::on_recv(ch, body), cf::on_default([&] { deflt = true; }));
+              } else {  // the multi-case path (all locks) with a nil case
+                cf::select(cf::on_recv(ch, body), cf::on_recv(cf::Chan<int>(), body),
+                           cf::on_default([&] { deflt = true; }));
+              }
+              if (deflt) not_ready++;
+              if (deflt || closed_seen) break;
+            }
+          }
+          wg.done();
+        });
+      }
+      wait_until([&] { return started.load() > 0; });
+      go = true;
+      ch.close();
+      int left = 0;
+      while (ch.recv()) ++left;
+      wg.wait();
+      if (left > 0) {
+        ++recv_conclusive;
+        EXPECT_EQ(not_ready.load(), 0) << "round " << round << ": receive said not ready";
+      }
+    }
+    // Sends: room left at the close proves the round (nobody receives).
+    {
+      auto ch = cf::make_chan<int>(kCap);
+      std::atomic<int> started{0};
+      std::atomic<bool> go{false};
+      std::atomic<int> not_ready{0};
+      cf::WaitGroup wg;
+      for (int q = 0; q < kPollers; ++q) {
+        wg.add();
+        cf::go("send poller", [&, ch, q] {
+          started++;
+          while (!go.load()) {
+          }  // start polling together with the close, not long before it
+          try {
+            for (int i = 0;; ++i) {
+              if ((i + q) % 2 == 0) {
+                if (!ch.try_send(1)) {
+                  not_ready++;
+                  break;
+                }
+              } else if (cf::select(cf::on_send(ch, 1, [] {}), cf::on_default([] {})) == 1) {
+                not_ready++;
+                break;
+              }
+            }
+          } catch (const cf::ChannelClosedError&) {
+          }
+          wg.done();
+        });
+      }
+      wait_until([&] { return started.load() > 0; });
+      go = true;
+      ch.close();
+      const std::size_t filled = ch.size();  // exact: a closed channel takes no more values
+      wg.wait();
+      if (filled < kCap) {
+        ++send_conclusive;
+        EXPECT_EQ(not_ready.load(), 0) << "round " << round << ": send said not ready";
+      }
+    }
+  }
+  EXPECT_GT(recv_conclusive, 0) << "no round closed before the pollers drained the buffer";
+  EXPECT_GT(send_conclusive, 0) << "no round closed before the pollers filled the buffer";
+}
+
 INSTANTIATE_TEST_SUITE_P(Workers, Chan, CHANFLOW_WORKER_COUNTS);
 
 struct FooObj : cf::Object {

@@ -182,6 +182,134 @@ TEST_P(Select, BodyMayUseTheSameChannel) {
   EXPECT_EQ(a.recv(), 2);
 }
 
+TEST_P(Select, DefaultNeverHidesAParkedPartyOrAClose) {
+  // Readiness that is only a parked party (unbuffered) or a close must win over default, in the
+  // one-case form (the non-blocking operation) and in the multi-case form alike.
+  auto u = cf::make_chan<int>();
+  cf::go([u] { u.send(5); });
+  wait_until([&] { return parked_senders(u.base()) == 1; });
+  std::optional<int> got;
+  EXPECT_EQ(
+      cf::select(cf::on_recv(u, [&](std::optional<int> v) { got = v; }), cf::on_default([] {})),
+      0u);
+  EXPECT_EQ(got, 5);
+  cf::go([u] { u.send(6); });
+  wait_until([&] { return parked_senders(u.base()) == 1; });
+  EXPECT_EQ(cf::select(cf::on_default([] {}), cf::on_recv(cf::Chan<int>(), [](auto) {}),
+                       cf::on_recv(u, [&](std::optional<int> v) { got = v; })),
+            2u);
+  EXPECT_EQ(got, 6);
+
+  auto back = cf::make_chan<std::optional<int>>(1);
+  cf::go([u, back] { back.send(u.recv()); });
+  wait_until([&] { return parked_receivers(u.base()) == 1; });
+  EXPECT_EQ(cf::select(cf::on_default([] {}), cf::on_send(u, 7, [] {})), 1u);
+  EXPECT_EQ(back.recv(), std::optional<int>(7));
+
+  // A parked select is a parked party too.
+  cf::go([u] { cf::select(cf::on_send(u, 8, [] {}), cf::on_recv(cf::Chan<int>(), [](auto) {})); });
+  wait_until([&] { return parked_senders(u.base()) == 1; });
+  EXPECT_EQ(
+      cf::select(cf::on_recv(u, [&](std::optional<int> v) { got = v; }), cf::on_default([] {})),
+      0u);
+  EXPECT_EQ(got, 8);
+
+  u.close();
+  bool closed_seen = false;
+  EXPECT_EQ(cf::select(cf::on_recv(u, [&](std::optional<int> v) { closed_seen = !v; }),
+                       cf::on_default([] {})),
+            0u);
+  EXPECT_TRUE(closed_seen);
+  EXPECT_THROW(cf::select(cf::on_send(u, 1, [] {}), cf::on_default([] {})), cf::ChannelClosedError);
+  cf::Chan<int> nil;
+  EXPECT_EQ(cf::select(cf::on_send(nil, 1, [] {}), cf::on_default([] {})), 1u);
+  EXPECT_EQ(cf::select(cf::on_default([] {}), cf::on_recv(nil, [](auto) {})), 0u);
+}
+
+TEST_P(Select, CasesBorrowLvaluesAndOwnTemporaries) {
+  // A case built from a temporary handle owns it: the channel outlives the expression that made
+  // it (ASan would see a use after free otherwise).
+  auto make_ready = [] {
+    auto c = cf::make_chan<std::string>(1);
+    c.send("kept alive");
+    return c;
+  };
+  std::string got;
+  EXPECT_EQ(cf::select(cf::on_recv(make_ready(), [&](std::optional<std::string> v) { got = *v; }),
+                       cf::on_default([] {})),
+            0u);
+  EXPECT_EQ(got, "kept alive");
+  got.clear();
+  EXPECT_EQ(cf::select(cf::on_recv(cf::Chan<int>(), [](auto) {}),
+                       cf::on_recv(make_ready(), [&](std::optional<std::string> v) { got = *v; })),
+            1u);
+  EXPECT_EQ(got, "kept alive");
+  // A stored case (an lvalue) is copied by select, so it can run again; a temporary case's
+  // handle is moved, not copied (the owned handle keeps one reference).
+  auto a = cf::make_chan<int>(2);
+  a.send(1);
+  a.send(2);
+  int sum = 0;
+  auto stored = cf::on_recv(a, [&](std::optional<int> v) { sum += *v; });
+  EXPECT_EQ(cf::select(stored, cf::on_default([] {})), 0u);
+  EXPECT_EQ(cf::select(stored), 0u);
+  EXPECT_EQ(sum, 3);
+  // The body may drop the caller's handle to the chosen case's channel (nil it for later rounds).
+  auto b = cf::make_chan<int>(1);
+  b.send(4);
+  cf::select(cf::on_recv(b,
+                         [&](std::optional<int> v) {
+                           sum += *v;
+                           b = cf::Chan<int>();
+                         }),
+             cf::on_default([] {}));
+  EXPECT_EQ(sum, 7);
+  EXPECT_TRUE(b.is_nil());
+}
+
+TEST_P(Select, LockFreePollRacingSendersAndClose) {
+  // Multi-case selects whose first pass locks only the channel it takes from race senders on
+  // both channels and the closes: every value is received exactly once, closes are seen.
+  auto a = cf::make_chan<int64_t>(4);
+  auto b = cf::make_chan<int64_t>();
+  constexpr int64_t kPer = 3000;
+  cf::WaitGroup senders;
+  for (auto ch : {a, b}) {
+    senders.add();
+    cf::go("sender", [&, ch] {
+      for (int64_t i = 1; i <= kPer; ++i) ch.send(i);
+      ch.close();
+      senders.done();
+    });
+  }
+  std::atomic<int64_t> sum{0};
+  cf::WaitGroup rx;
+  for (int r = 0; r < 3; ++r) {
+    rx.add();
+    cf::go("receiver", [&, a, b] {
+      cf::Chan<int64_t> ca = a;
+      cf::Chan<int64_t> cb = b;
+      while (true) {
+        auto take = [&](cf::Chan<int64_t>& self) {
+          return [&](std::optional<int64_t> v) {
+            if (v) {
+              sum += *v;
+            } else {
+              self = cf::Chan<int64_t>();  // closed: never fires again
+            }
+          };
+        };
+        if (ca.is_nil() && cb.is_nil()) break;
+        cf::select(cf::on_recv(ca, take(ca)), cf::on_recv(cb, take(cb)));
+      }
+      rx.done();
+    });
+  }
+  senders.wait();
+  rx.wait();
+  EXPECT_EQ(sum.load(), 2 * kPer * (kPer + 1) / 2);
+}
+
 INSTANTIATE_TEST_SUITE_P(Workers, Select, CHANFLOW_WORKER_COUNTS);
 
 }  // namespace

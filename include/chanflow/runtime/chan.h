@@ -12,7 +12,8 @@
 //
 // Memory ordering: everything a sender wrote before send() happens-before the matching recv()
 // returns (the channel lock and the parker claim give acquire/release). close() happens-before a
-// receive that observes the close.
+// receive that observes the close. try_send/try_recv that find nothing to do take no lock (Go's
+// non-blocking fast path); their "not ready" is still linearizable (detail/chan_base.h).
 #pragma once
 
 #include <atomic>
@@ -83,12 +84,17 @@ class Chan {
   }
   // Sends without blocking: true if a receiver or the buffer took the value, false otherwise (the
   // value is dropped). Throws ChannelClosedError if closed. Never blocks.
-  bool try_send(T value) const { return detail::chan_try_send(base(), &value); }
+  bool try_send(T value) const {
+    detail::ChanBase* b = base();
+    // The lock-free "would block" check inline (detail/chan_base.h), the lock only when it may go.
+    return b != nullptr && detail::send_may_proceed(b) && detail::chan_try_send(b, &value);
+  }
   // Receives without blocking: a value if one is ready, else std::nullopt (nothing ready, or closed
   // and drained — closed() tells which). Never blocks.
   std::optional<T> try_recv() const {
     std::optional<T> out;
-    detail::chan_try_recv(base(), &out);
+    detail::ChanBase* b = base();
+    if (b != nullptr && detail::recv_may_proceed(b)) detail::chan_try_recv(b, &out);
     return out;
   }
   // Closes the channel: later sends throw, receivers drain the buffer then get std::nullopt, and

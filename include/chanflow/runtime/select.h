@@ -76,26 +76,44 @@ class SelectCase {
 CHANFLOW_API std::size_t select(std::span<SelectCase> cases);
 
 namespace detail {
+// The case objects of the variadic select. A case built from a channel lvalue borrows it (no
+// reference-count traffic: `owned` stays nil and `chan` points at the shared channel, which the
+// caller's handle keeps alive); one built from an rvalue (ctx.done(), after(d)) takes the handle
+// over by move. Either way no atomic operation is spent on the handle.
 template <class T, class F>
 struct RecvCase {
-  Chan<T> ch;
+  static constexpr SelectCase::Kind kKind = SelectCase::Kind::kRecv;
+  Chan<T> owned;
+  ChanBase* chan;
   F body;
   std::optional<T> value;
-  SelectCase make() { return SelectCase::recv(ch, value); }
+  SelectCase make() noexcept { return {kKind, chan, &value}; }
+  // The non-blocking form (a one-case select with default): true when the receive happened (a
+  // value, or the channel is closed and drained: value stays empty).
+  bool try_now() {
+    return chan != nullptr && recv_may_proceed(chan) && chan_try_recv(chan, &value) != 0;
+  }
   void run() { body(std::move(value)); }
 };
 template <class T, class F>
 struct SendCase {
-  Chan<T> ch;
+  static constexpr SelectCase::Kind kKind = SelectCase::Kind::kSend;
+  Chan<T> owned;
+  ChanBase* chan;
   T value;
   F body;
-  SelectCase make() { return SelectCase::send(ch, value); }
+  SelectCase make() noexcept { return {kKind, chan, &value}; }
+  // True when the value was taken; throws ChannelClosedError on a closed channel.
+  bool try_now() {
+    return chan != nullptr && send_may_proceed(chan) && chan_try_send(chan, &value);
+  }
   void run() { body(); }
 };
 template <class F>
 struct DefaultCase {
+  static constexpr SelectCase::Kind kKind = SelectCase::Kind::kDefault;
   F body;
-  SelectCase make() { return SelectCase::default_case(); }
+  SelectCase make() noexcept { return SelectCase::default_case(); }
   void run() { body(); }
 };
 template <class C>
@@ -103,28 +121,89 @@ concept SelectCaseBuilder = requires(C& c) {
   { c.make() } -> std::same_as<SelectCase>;
   c.run();
 };
-template <class Tuple, std::size_t... I>
-std::size_t select_tuple(Tuple& t, std::index_sequence<I...> /*unused*/) {
-  if constexpr (sizeof...(I) == 0) {
+
+// Runs the body of case number `chosen`.
+template <class... Cs>
+void run_chosen(std::size_t chosen, Cs&... cs) {
+  std::size_t i = 0;
+  (void)((i++ == chosen ? (cs.run(), true) : false) || ...);
+}
+
+// One operation and a default: the non-blocking operation itself, as Go compiles it (no case
+// array, no poll order, no lock when the lock-free check says "not ready").
+template <class Op, class Def>
+std::size_t select_nonblocking(Op& op, std::size_t op_index, Def& def, std::size_t def_index) {
+  if (op.try_now()) {
+    op.run();
+    return op_index;
+  }
+  def.run();
+  return def_index;
+}
+
+// Whether case type C is a default case / has the non-blocking form try_now().
+template <class C>
+constexpr bool is_default_case() {
+  if constexpr (requires { C::kKind; }) {
+    return C::kKind == SelectCase::Kind::kDefault;
+  } else {
+    return false;
+  }
+}
+template <class C>
+concept NonblockingCase = requires(C& c) {
+  { c.try_now() } -> std::same_as<bool>;
+};
+
+// The variadic select on case objects the caller owns (they are consumed: values move out).
+template <class... Cs>
+std::size_t select_cases(Cs&... cs) {
+  if constexpr (sizeof...(Cs) == 0) {
     return ::chanflow::select(std::span<SelectCase>());
   } else {
-    SelectCase cases[] = {std::get<I>(t).make()...};
-    const std::size_t chosen = ::chanflow::select(std::span<SelectCase>(cases, sizeof...(I)));
-    ((chosen == I ? (std::get<I>(t).run(), 0) : 0), ...);
+    SelectCase cases[] = {cs.make()...};
+    const std::size_t chosen = ::chanflow::select(std::span<SelectCase>(cases, sizeof...(Cs)));
+    run_chosen(chosen, cs...);
+    return chosen;
+  }
+}
+template <class A, class B>
+std::size_t select_cases(A& a, B& b) {
+  if constexpr (is_default_case<B>() && NonblockingCase<A>) {
+    return select_nonblocking(a, 0, b, 1);
+  } else if constexpr (is_default_case<A>() && NonblockingCase<B>) {
+    return select_nonblocking(b, 1, a, 0);
+  } else {
+    SelectCase cases[] = {a.make(), b.make()};
+    const std::size_t chosen = ::chanflow::select(std::span<SelectCase>(cases, 2));
+    run_chosen(chosen, a, b);
     return chosen;
   }
 }
 }  // namespace detail
 
-// A receive case: body(std::optional<T>) runs when chosen (std::nullopt: ch is closed).
+// A receive case: body(std::optional<T>) runs when chosen (std::nullopt: ch is closed). An lvalue
+// ch is borrowed: the case refers to the channel, so build the case where it is used (in the
+// select's argument list) — the channel must stay alive until the select returns. An rvalue ch
+// (e.g. ctx.done()) is moved into the case.
 template <class T, class F>
 detail::RecvCase<T, std::decay_t<F>> on_recv(const Chan<T>& ch, F&& body) {
-  return {ch, std::forward<F>(body), std::nullopt};
+  return {Chan<T>(), ch.base(), std::forward<F>(body), std::nullopt};
 }
-// A send case: sends value, then body() runs.
+template <class T, class F>
+detail::RecvCase<T, std::decay_t<F>> on_recv(Chan<T>&& ch, F&& body) {
+  detail::ChanBase* base = ch.base();
+  return {std::move(ch), base, std::forward<F>(body), std::nullopt};
+}
+// A send case: sends value, then body() runs. ch is borrowed or moved in as for on_recv.
 template <class T, class V, class F>
 detail::SendCase<T, std::decay_t<F>> on_send(const Chan<T>& ch, V&& value, F&& body) {
-  return {ch, T(std::forward<V>(value)), std::forward<F>(body)};
+  return {Chan<T>(), ch.base(), T(std::forward<V>(value)), std::forward<F>(body)};
+}
+template <class T, class V, class F>
+detail::SendCase<T, std::decay_t<F>> on_send(Chan<T>&& ch, V&& value, F&& body) {
+  detail::ChanBase* base = ch.base();
+  return {std::move(ch), base, T(std::forward<V>(value)), std::forward<F>(body)};
 }
 // The default case: body() runs when no other case is ready.
 template <class F>
@@ -132,11 +211,17 @@ detail::DefaultCase<std::decay_t<F>> on_default(F&& body) {
   return {std::forward<F>(body)};
 }
 
-// The variadic select (see the top of this file). Returns the index of the case that ran.
+// The variadic select (see the top of this file). Returns the index of the case that ran. Case
+// objects passed as temporaries (the usual `select(on_recv(...), ...)`) are used in place; a case
+// passed as an lvalue is copied first, so it can be used again.
 template <class... Cases>
 requires(detail::SelectCaseBuilder<std::decay_t<Cases>>&&...) std::size_t select(Cases&&... cases) {
-  std::tuple<std::decay_t<Cases>...> t(std::forward<Cases>(cases)...);
-  return detail::select_tuple(t, std::index_sequence_for<Cases...>{});
+  if constexpr ((std::is_lvalue_reference_v<Cases> || ...)) {
+    std::tuple<std::decay_t<Cases>...> t(std::forward<Cases>(cases)...);
+    return std::apply([](auto&... cs) { return detail::select_cases(cs...); }, t);
+  } else {
+    return detail::select_cases(cases...);
+  }
 }
 
 }  // namespace chanflow

@@ -49,8 +49,10 @@ struct ElemOpsOf {
                                 &destroy,   sizeof(T),    alignof(T)};
 };
 
-// The shared state of one channel. Every mutable field is guarded by lock_; count_ and closed_ are
-// atomics only so that size() and closed() may be read without it (relaxed: a snapshot).
+// The shared state of one channel. Every mutable field is guarded by lock_; count_, closed_ and the
+// queues' heads are atomics only so that size(), closed() and the lock-free readiness checks below
+// may read them without it. Under the lock, count_ and the queue heads are stored with release
+// ordering (free on x86) so that those checks can prove what they report (see recv_may_proceed).
 class CHANFLOW_API ChanBase {
  public:
   ChanBase(std::size_t capacity, const ElemOps* ops);
@@ -76,6 +78,31 @@ class CHANFLOW_API ChanBase {
   WaitQueue sendq_;
 };
 
+// Lock-free "could a receive proceed?" — Go's `empty(c)` fast path of a non-blocking receive. Never
+// blocks, takes no lock, thread-safe. true only means "take the lock and look"; false is a
+// linearizable "not ready": at some instant during the call the channel was empty (no buffered
+// value; unbuffered: no parked sender) and not closed. Why:
+//  - Every change of emptiness is a release store (of count_, or of sendq_'s head) made under the
+//    lock, and close() stores closed_ under the lock before it empties the queues. The first load
+//    (acquire) reads one such store W, made in some critical section E (or the initial state),
+//    and no later one (coherence:
+//    a later store that happened before this call would be read instead).
+//  - If a close happened in E or in a critical section before E, the closed_ store happens before
+//  W,
+//    W synchronizes with our acquire load, so the second load (ordered after the first by acquire)
+//    must see closed_ == true — it cannot return false for "not closed".
+//  - So when it does see false, the close (if any) comes after E in the lock order: just after E
+//  the
+//    channel was empty and open, and that state lasts until a store we did not observe, i.e. into
+//    our call. A closed channel cannot reopen, so reading "open" later cannot undo the first fact.
+// Loading closed_ first instead would be wrong: open, [value arrives, close, drained], empty reads
+// as "open and empty" though the channel was never both at once while we looked.
+inline bool recv_may_proceed(const ChanBase* c) noexcept;
+// The same for a send (Go's `full(c)`): false means that at some instant during the call the
+// buffer was full (unbuffered: no parked receiver) and the channel was not closed (a send on a
+// closed channel must take the lock, to throw). Same argument, with the receivers' queue.
+inline bool send_may_proceed(const ChanBase* c) noexcept;
+
 // Sends *elem (moving from it). c == nullptr: the nil channel, blocks forever. Blocks until a
 // receiver takes the value or buffer space frees. Throws ChannelClosedError.
 CHANFLOW_API void chan_send(ChanBase* c, void* elem);
@@ -88,5 +115,17 @@ CHANFLOW_API bool chan_try_send(ChanBase* c, void* elem);
 CHANFLOW_API int chan_try_recv(ChanBase* c, void* out);
 // Closes; wakes every waiter. Throws ChannelClosedError for nil or already closed.
 CHANFLOW_API void chan_close(ChanBase* c);
+
+inline bool recv_may_proceed(const ChanBase* c) noexcept {
+  const bool empty =
+      c->cap_ == 0 ? c->sendq_.empty_unlocked() : c->count_.load(std::memory_order_acquire) == 0;
+  return !empty || c->closed_.load(std::memory_order_acquire);
+}
+
+inline bool send_may_proceed(const ChanBase* c) noexcept {
+  const bool full = c->cap_ == 0 ? c->recvq_.empty_unlocked()
+                                 : c->count_.load(std::memory_order_acquire) == c->cap_;
+  return !full || c->closed_.load(std::memory_order_acquire);
+}
 
 }  // namespace chanflow::detail

@@ -54,12 +54,13 @@ struct Waiter {
   bool success = false;
 };
 
-// An intrusive FIFO of Waiters. Guarded by its owner's lock; only empty_relaxed() may be called
-// without it (a racy snapshot for lock-free fast paths, hence the relaxed atomic head).
+// An intrusive FIFO of Waiters. Guarded by its owner's lock; only empty_unlocked() may be called
+// without it: a snapshot for lock-free fast paths (chan_base.h), hence the atomic head, stored with
+// release under the lock and loaded with acquire there.
 class WaitQueue {
  public:
   bool empty() const noexcept { return head() == nullptr; }
-  bool empty_relaxed() const noexcept { return head() == nullptr; }
+  bool empty_unlocked() const noexcept { return head_.load(std::memory_order_acquire) == nullptr; }
   Waiter* front() const noexcept { return head(); }
   void push_back(Waiter* w) noexcept {
     w->next = nullptr;
@@ -67,7 +68,7 @@ class WaitQueue {
     if (tail_ != nullptr) {
       tail_->next = w;
     } else {
-      head_.store(w, std::memory_order_relaxed);
+      head_.store(w, std::memory_order_release);
     }
     tail_ = w;
     w->queued = true;
@@ -78,7 +79,7 @@ class WaitQueue {
     if (w->prev != nullptr) {
       w->prev->next = w->next;
     } else {
-      head_.store(w->next, std::memory_order_relaxed);
+      head_.store(w->next, std::memory_order_release);
     }
     if (w->next != nullptr) {
       w->next->prev = w->prev;
