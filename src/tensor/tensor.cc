@@ -9,6 +9,7 @@
 #include <new>
 #include <string>
 
+#include "buffer_pool.h"
 #include "chanflow/tensor/detail/dispatch.h"
 #include "chanflow/tensor/detail/strided.h"
 #include "chanflow/tensor/ops.h"
@@ -20,6 +21,18 @@ namespace chanflow {
 
 ObjectPtr<TensorStorageObj> TensorStorageObj::allocate(int64_t nbytes) {
   if (nbytes < 0) CHANFLOW_THROW(Error) << "tensor storage: negative size " << nbytes;
+  // 4 KiB .. 32 MiB: recycled through the buffer cache (buffer_cache.h).
+  if (const int64_t capacity = detail::buffer_class_capacity(nbytes); capacity > 0) {
+    ObjectPtr<TensorStorageObj> s = make_object<TensorStorageObj>();  // first: nothing leaks
+    void* p = detail::buffer_get(capacity);
+    if (p == nullptr) {
+      CHANFLOW_THROW(Error) << "tensor storage: cannot allocate " << nbytes << " bytes";
+    }
+    s->data_ = p;
+    s->nbytes_ = nbytes;
+    s->capacity_ = capacity;
+    return s;
+  }
   // Buffers of 32 MiB and more (glibc's largest mmap threshold: always fresh pages from the kernel)
   // are 2 MiB aligned and advised as transparent huge pages, so a fresh 64 MiB output costs 32
   // page faults instead of 16384. Smaller ones are left to malloc, which reuses freed memory.
@@ -54,6 +67,8 @@ ObjectPtr<TensorStorageObj> TensorStorageObj::adopt_dlpack(DLManagedTensor* owne
 TensorStorageObj::~TensorStorageObj() {
   if (foreign_ != nullptr) {
     if (foreign_->deleter != nullptr) foreign_->deleter(foreign_);
+  } else if (capacity_ > 0) {
+    detail::buffer_put(data_, capacity_);
   } else {
     std::free(data_);
   }

@@ -33,7 +33,8 @@ class CHANFLOW_API TensorStorageObj final : public Object {
   static constexpr int64_t kAlignment = 64;
 
   // Allocates nbytes (rounded up to kAlignment, at least one line) of uninitialised, 64-byte
-  // aligned memory. Throws Error if nbytes is negative or the allocation fails.
+  // aligned memory; buffers of 4 KiB .. 32 MiB are recycled through the buffer cache
+  // (buffer_cache.h). Throws Error if nbytes is negative or the allocation fails. Thread-safe.
   static ObjectPtr<TensorStorageObj> allocate(int64_t nbytes);
   // Wraps a DLPack producer's memory; `owner`'s deleter runs when this storage is destroyed.
   static ObjectPtr<TensorStorageObj> adopt_dlpack(DLManagedTensor* owner, int64_t nbytes);
@@ -49,6 +50,7 @@ class CHANFLOW_API TensorStorageObj final : public Object {
  private:
   void* data_ = nullptr;
   int64_t nbytes_ = 0;
+  int64_t capacity_ = 0;  // > 0: a buffer of this size class of the buffer cache
   DLManagedTensor* foreign_ = nullptr;
 };
 
