@@ -54,7 +54,13 @@ class Saver {
     doc["version"] = kVersion;
     doc["root"] = root.defined() ? Json(visit_graph(root.get())) : Json(nullptr);
     doc["nodes"] = std::move(nodes_);
-    return doc.dump();
+    try {
+      return doc.dump();
+    } catch (const Json::type_error& e) {  // a String that is not valid UTF-8
+      throw Error(std::string("to_json: a string is not valid UTF-8 (JSON holds Unicode text "
+                              "only): ") +
+                  e.what());
+    }
   }
 
  private:

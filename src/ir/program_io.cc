@@ -1,12 +1,17 @@
 // Program text/binary/file I/O through the protobuf file format. Parsing never trusts its input:
 // syntax errors come back through an error collector (with line and column), binary input through
 // ParsePartial (protobuf's own recursion limit bounds nesting), and structure through from_proto.
+#include <google/protobuf/descriptor.h>
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <google/protobuf/message.h>
+#include <google/protobuf/stubs/common.h>
 
 #include <fstream>
 #include <limits>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "chanflow/core/error.h"
 #include "ir_internal.h"
@@ -65,6 +70,38 @@ FileFormat format_of(const std::string& path) {
               "format)");
 }
 
+// Every string of a program is text (names, op types, string attributes) and must be UTF-8: JSON,
+// the third format a program saves to, holds only Unicode. Protobuf does not check proto2 string
+// fields, so a binary file (or a text file with octal escapes) may carry any bytes. Throws
+// ProgramError naming the field, e.g. "blocks[0].vars[2].name".
+void check_utf8(const google::protobuf::Message& m, const std::string& path,
+                std::string_view source) {
+  using google::protobuf::FieldDescriptor;
+  const google::protobuf::Reflection* r = m.GetReflection();
+  std::vector<const FieldDescriptor*> fields;
+  r->ListFields(m, &fields);
+  for (const FieldDescriptor* f : fields) {
+    const std::string at = path.empty() ? f->name() : path + "." + f->name();
+    const int n = f->is_repeated() ? r->FieldSize(m, f) : 1;
+    for (int i = 0; i < n; ++i) {
+      const std::string where = f->is_repeated() ? at + "[" + std::to_string(i) + "]" : at;
+      if (f->type() == FieldDescriptor::TYPE_STRING) {
+        std::string scratch;
+        const std::string& v = f->is_repeated() ? r->GetRepeatedStringReference(m, f, i, &scratch)
+                                                : r->GetStringReference(m, f, &scratch);
+        if (!google::protobuf::internal::IsStructurallyValidUTF8(v.data(),
+                                                                 static_cast<int>(v.size()))) {
+          throw ProgramError(std::string(source) + ": " + where +
+                             ": the string is not valid UTF-8 (program text must be Unicode)");
+        }
+      } else if (f->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
+        check_utf8(f->is_repeated() ? r->GetRepeatedMessage(m, f, i) : r->GetMessage(m, f), where,
+                   source);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 Program Program::from_text(std::string_view text, std::string_view source) {
@@ -83,6 +120,7 @@ Program Program::from_text(std::string_view text, std::string_view source) {
     if (errors.has_error()) throw ProgramError(errors.describe(source));
     throw ProgramError(std::string(source) + ": not a valid program in the text format");
   }
+  check_utf8(desc, "", source);
   return ir_detail::from_proto(desc, source, &info);
 }
 
@@ -97,6 +135,7 @@ Program Program::from_binary(std::string_view bytes, std::string_view source) {
                        "protobuf data, " +
                        std::to_string(bytes.size()) + " bytes)");
   }
+  check_utf8(desc, "", source);
   return ir_detail::from_proto(desc, source, nullptr);
 }
 

@@ -124,6 +124,17 @@ TEST(TvmJson, CyclesAreRejected) {
   b->left = cf::ObjectRef();  // break the cycle so both are freed
 }
 
+// JSON holds Unicode text only: a String with bytes that are not UTF-8 is an Error, not an escaped
+// library exception (found by the ir fuzzer through a program name).
+TEST(TvmJson, NonUtf8StringIsAnError) {
+  try {
+    (void)cf::to_json(cf::String(std::string("bad\xff", 4)));
+    ADD_FAILURE() << "accepted";
+  } catch (const cf::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("not valid UTF-8"), std::string::npos) << e.what();
+  }
+}
+
 TEST(TvmJson, DeepChainsDoNotOverflowTheStack) {
   cf::ObjectRef head;
   for (int i = 0; i < 100000; ++i) head = cf::ObjectRef(node(i, head));
