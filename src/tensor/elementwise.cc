@@ -211,9 +211,8 @@ Tensor binary(const char* op, const Tensor& a, const Tensor& b, DType compute,
   detail::dispatch_dtype(compute, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using R = std::conditional_t<F::kPredicate, bool, T>;
-    detail::run_chunked(layout.numel, opts, [&](int64_t lo, int64_t hi) {
-      detail::for_each_run<3>(layout, base, lo, hi, &binary_run<T, R, F>);
-    });
+    detail::for_each_run_blocked<3>(layout, base, {sizeof(R), sizeof(T), sizeof(T)}, opts,
+                                    &binary_run<T, R, F>);
   });
   return out;
 }
@@ -336,9 +335,8 @@ Tensor unary(const char* op, const Tensor& a, DType compute, const KernelOptions
   detail::dispatch_dtype(compute, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using R = std::conditional_t<kToBool, bool, T>;
-    detail::run_chunked(layout.numel, opts, [&](int64_t lo, int64_t hi) {
-      detail::for_each_run<2>(layout, base, lo, hi, &unary_run<T, R, F>);
-    });
+    detail::for_each_run_blocked<2>(layout, base, {sizeof(R), sizeof(T)}, opts,
+                                    &unary_run<T, R, F>);
   });
   return out;
 }

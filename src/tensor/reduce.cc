@@ -5,12 +5,14 @@
 // with 16 independent partial results the compiler can vectorise) and reducing an outer axis (a
 // run is an elementwise update of a row of accumulators) stream through memory.
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 
 #include "chanflow/tensor/detail/dispatch.h"
 #include "chanflow/tensor/detail/strided.h"
 #include "chanflow/tensor/ops.h"
+#include "extremum.h"
 #include "internal.h"
 
 namespace chanflow {
@@ -26,6 +28,7 @@ inline bool is_nan(C v) {
 }
 
 struct SumOp {
+  static constexpr int kExtremum = 0;  // not max (1) or min (-1)
   template <class A>
   static A identity() {
     return A{0};
@@ -40,8 +43,10 @@ struct SumOp {
   }
 };
 // Once the accumulator is NaN it stays NaN: x > NaN is false and x is not NaN, so acc is kept.
-// Written as one select so the lane loop vectorises (maxps cannot be used: it drops NaN).
+// The contiguous runs go to the vector loops of extremum.h instead (this select does not
+// vectorise); this scalar form serves float16, bool and strided runs.
 struct MaxOp {
+  static constexpr int kExtremum = 1;
   template <class A>
   static A identity() {
     if constexpr (std::is_floating_point_v<A>)
@@ -55,6 +60,7 @@ struct MaxOp {
   }
 };
 struct MinOp {
+  static constexpr int kExtremum = -1;
   template <class A>
   static A identity() {
     if constexpr (std::is_floating_point_v<A>)
@@ -111,7 +117,16 @@ void fold(const Tensor& acc, const Tensor& a, const KernelOptions& opts) {
                                      static_cast<char*>(a->raw_data())};
   auto run = [](const std::array<char*, 2>& p, int64_t n, const std::array<int64_t, 2>& s) {
     A* acc_p = reinterpret_cast<A*>(p[0]);
+    constexpr bool kVectorMinMax =
+        Op::kExtremum != 0 && std::is_same_v<A, T> && detail::kVectorExtremum<T>;
     if (s[0] == 0) {
+      if constexpr (kVectorMinMax) {
+        if (s[1] == sizeof(T)) {
+          *acc_p = detail::extremum_run<(Op::kExtremum > 0)>(reinterpret_cast<const T*>(p[1]), n,
+                                                             *acc_p);
+          return;
+        }
+      }
       constexpr int kLanes = 16;
       A lane[kLanes];
       for (A& l : lane) l = Op::template identity<A>();
@@ -134,6 +149,10 @@ void fold(const Tensor& acc, const Tensor& a, const KernelOptions& opts) {
       return;
     }
     if (s[0] == sizeof(A) && s[1] == sizeof(T)) {
+      if constexpr (kVectorMinMax) {
+        detail::extremum_rows<(Op::kExtremum > 0)>(acc_p, reinterpret_cast<const T*>(p[1]), n);
+        return;
+      }
       A* __restrict o = acc_p;
       const T* __restrict x = reinterpret_cast<const T*>(p[1]);
       for (int64_t i = 0; i < n; ++i) o[i] = Op::combine(o[i], static_cast<A>(detail::load(x[i])));
@@ -273,6 +292,15 @@ Tensor argmax(const Tensor& a, std::optional<int64_t> axis, bool keepdims,
                      const std::array<int64_t, 2>& s) {
         char* o = ptr[0];
         const char* x = ptr[1];
+        if constexpr (detail::kVectorExtremum<T>) {
+          if (step == sizeof(T)) {  // contiguous along the axis: the vector loops
+            for (int64_t i = 0; i < cnt; ++i, o += s[0], x += s[1]) {
+              const int64_t bi = detail::argmax_run(reinterpret_cast<const T*>(x), n);
+              std::memcpy(o, &bi, sizeof(bi));
+            }
+            return;
+          }
+        }
         for (int64_t i = 0; i < cnt; ++i, o += s[0], x += s[1]) {
           auto best = detail::load(*reinterpret_cast<const T*>(x));
           int64_t bi = 0;

@@ -172,34 +172,32 @@ void copy_into(const Tensor& dst, const Tensor& src, const KernelOptions& opts) 
     using To = typename decltype(dtag)::type;
     detail::dispatch_dtype(src.dtype(), [&](auto stag) {
       using From = typename decltype(stag)::type;
-      detail::run_chunked(layout.numel, opts, [&](int64_t b, int64_t e) {
-        detail::for_each_run<2>(
-            layout, base, b, e,
-            [](const std::array<char*, 2>& p, int64_t n, const std::array<int64_t, 2>& s) {
-              if constexpr (std::is_same_v<To, From>) {
-                if (s[0] == sizeof(To) && s[1] == sizeof(From)) {
-                  std::memcpy(p[0], p[1], static_cast<size_t>(n) * sizeof(To));
-                  return;
-                }
-              }
+      detail::for_each_run_blocked<2>(
+          layout, base, {sizeof(To), sizeof(From)}, opts,
+          [](const std::array<char*, 2>& p, int64_t n, const std::array<int64_t, 2>& s) {
+            if constexpr (std::is_same_v<To, From>) {
               if (s[0] == sizeof(To) && s[1] == sizeof(From)) {
-                To* __restrict o = reinterpret_cast<To*>(p[0]);
-                const From* __restrict in = reinterpret_cast<const From*>(p[1]);
-                for (int64_t i = 0; i < n; ++i) {
-                  o[i] = detail::convert<To>(in[i]);
-                }
+                std::memcpy(p[0], p[1], static_cast<size_t>(n) * sizeof(To));
                 return;
               }
-              char* o = p[0];
-              const char* in = p[1];
-              for (int64_t i = 0; i < n; ++i, o += s[0], in += s[1]) {
-                From v;
-                std::memcpy(&v, in, sizeof(From));
-                const To r = detail::convert<To>(v);
-                std::memcpy(o, &r, sizeof(To));
+            }
+            if (s[0] == sizeof(To) && s[1] == sizeof(From)) {
+              To* __restrict o = reinterpret_cast<To*>(p[0]);
+              const From* __restrict in = reinterpret_cast<const From*>(p[1]);
+              for (int64_t i = 0; i < n; ++i) {
+                o[i] = detail::convert<To>(in[i]);
               }
-            });
-      });
+              return;
+            }
+            char* o = p[0];
+            const char* in = p[1];
+            for (int64_t i = 0; i < n; ++i, o += s[0], in += s[1]) {
+              From v;
+              std::memcpy(&v, in, sizeof(From));
+              const To r = detail::convert<To>(v);
+              std::memcpy(o, &r, sizeof(To));
+            }
+          });
     });
   });
 }

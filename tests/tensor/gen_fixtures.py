@@ -414,6 +414,61 @@ npy_file("bad_shape", raw=good[:hdr] + b"'shape': (4, -5), " + good[hdr + len(b"
          error="Error")
 npy_file("empty_file", raw=b"", error="Error")
 
+# ---------------------------------------------------------------- vector/tile edges
+# Added after everything else so the cases above keep their random draws. max/min/argmax around
+# the vector blocks of the kernels (4 x 16 bytes) with NaN at the first, a middle, the last
+# position and in the scalar tail, and ties; elementwise ops over transposed and permuted views
+# large enough to take the tiled walk (inner stride above a cache line).
+for dt in ["float32", "float64", "int8", "int32", "uint8", "int64"]:
+    for n in [1, 7, 8, 9, 15, 16, 17, 33, 65] + ([1000] if dt in ("float32", "int8") else []):
+        x = values((n,), dt)
+        variants = [("plain", x)]
+        if dt in ("float32", "float64"):
+            for at in sorted({0, n // 2, n - 1, (n // 16) * 16 if (n // 16) * 16 < n else n - 1}):
+                y = x.copy()
+                y[at] = np.nan
+                variants.append((f"nan{at}", y))
+        t = x.copy()
+        top = np.iinfo(dt).max if dt in INTS else np.finfo(dt).max
+        for at in {n - 1, n // 2, min(n - 1, 20)}:
+            t[at] = top
+        variants.append(("ties", t))
+        for tag, v in variants:
+            iv, vv = inp(v)
+            for op in ["max", "min"]:
+                add_case(f"edge_{op}_{dt}_{n}_{tag}", op, [iv], REDUCE[op](vv, None, False),
+                         params={"axes": [], "keepdims": False})
+            add_case(f"edge_argmax_{dt}_{n}_{tag}", "argmax", [iv], np.argmax(vv),
+                     params={"keepdims": False})
+            if n > 1:  # the same data as a 2-D tensor reduced over each axis
+                m = v[: (n // 2) * 2].reshape(2, n // 2)
+                im, vm = inp(m)
+                for axis in [0, 1]:
+                    add_case(f"edge_max_{dt}_{n}_{tag}_2d_{axis}", "max", [im],
+                             REDUCE["max"](vm, (axis,), False),
+                             params={"axes": [axis], "keepdims": False})
+                    add_case(f"edge_argmax_{dt}_{n}_{tag}_2d_{axis}", "argmax", [im],
+                             np.argmax(vm, axis=axis), params={"axis": axis, "keepdims": False})
+for dt in ["float32", "float64", "int8", "float16", "int64"]:
+    for (r, c) in [(40, 70), (70, 19)]:
+        ia, va = inp(values((c, r), dt), [("T",)])
+        ib, vb = inp(values((r, c), dt))
+        for op in ["add", "mul", "greater", "maximum"]:
+            add_case(f"tiled_{op}_{dt}_{r}x{c}", op, [ia, ib], binary_expected(op, va, vb))
+            add_case(f"tiled_{op}_{dt}_{r}x{c}_swapped", op, [ib, ia], binary_expected(op, vb, va))
+        ic, vc = inp(values((r, 1), dt))
+        add_case(f"tiled_add_{dt}_{r}x{c}_column", "add", [ia, ic], binary_expected("add", va, vc))
+        ir, vr = inp(values((c,), dt))
+        add_case(f"tiled_add_{dt}_{r}x{c}_row", "add", [ir, ia], binary_expected("add", vr, va))
+        add_case(f"tiled_neg_{dt}_{r}x{c}", "neg", [ia], run(lambda: unary_ref("neg", va)))
+base3 = values((3, 40, 17), "float32")
+for perm in [(2, 0, 1), (1, 2, 0), (2, 1, 0)]:
+    ia, va = inp(base3, [("perm", perm)])
+    ib, vb = inp(values(va.shape, "float32"))
+    add_case(f"tiled_add_perm{perm}", "add", [ia, ib], binary_expected("add", va, vb))
+    ic, vc = inp(values(va.shape[-1:], "float32"))
+    add_case(f"tiled_mul_perm{perm}_broadcast", "mul", [ia, ic], binary_expected("mul", va, vc))
+
 # ---------------------------------------------------------------- write out
 if os.path.isdir(OUT):
     shutil.rmtree(OUT)
