@@ -143,9 +143,12 @@ std::size_t select(std::span<SelectCase> cases) {
   }
   // Pass 0, without the all-channel lock: in poll order, skip the cases that the lock-free check
   // proves not ready, and try a case that may proceed under its own channel's lock only. A case
-  // done here is a valid choice: it was ready when performed, and every case polled before it was
-  // not ready at an instant during this call (linearizable "not ready", chan_base.h), so a select
-  // that locked everything could have made the same choice. Choosing the default or parking needs
+  // done here is a valid choice: it was ready when performed, under its lock, and every case
+  // polled before it was not ready at an instant during this call (linearizable "not ready",
+  // chan_base.h). An earlier case may have become ready since; then both were ready at that
+  // moment, and an all-locks select whose random order put this case first chooses it too. When
+  // readiness does not change during the call, the choice is exactly the all-locks one (the first
+  // ready case in a uniformly random order). Choosing the default or parking needs
   // "nothing ready" at one instant, which only the full pass below (every lock held) establishes
   // — except with a single live case, where its own check is that instant (Go's selectnbrecv).
   for (std::size_t k = 0; k < n; ++k) {
