@@ -19,7 +19,10 @@
 //   cf::SelectCase cs[] = {cf::SelectCase::recv(a, got), cf::SelectCase::send(b, v)};
 //   switch (cf::select(std::span(cs))) { case 0: use(got); break; case 1: break; }
 //
-// Memory ordering: as for the equivalent send or recv.
+// Cost: a select with one operation and a default is that non-blocking operation (try_recv /
+// try_send), lock-free when nothing is ready; a select whose first poll finds a ready case locks
+// only that case's channel; building the cases copies no channel handle (lvalues are borrowed,
+// temporaries moved in). Memory ordering: as for the equivalent send or recv.
 #pragma once
 
 #include <concepts>
