@@ -7,7 +7,9 @@
 //     reused buffer; BM_FreshOutput* allocate a new 64 MiB result per call (page faults included).
 //   * matmul 1024^2 float32 (BM_Matmul: chanflow::matmul, allocating its result) vs cblas_sgemm
 //     called directly on the same data (BM_OpenBlasDirect). Target: >= 95 %.
-//   * reductions (sum over all / last / first axis, max, argmax) and softmax.
+//   * reductions (sum over all / last / first axis, max, argmax) and softmax, and an add with a
+//     transposed operand (the tiled walk); scripts/bench.py lists them next to memcpy, for
+//     context (no target).
 // OpenBLAS runs single-threaded (chanflow's default) for both sides.
 //
 //   build/tensor-rel/bench/tensor/chanflow_tensor_bench --benchmark_min_time=1
@@ -80,11 +82,13 @@ void BM_BroadcastRowAdd(benchmark::State& state) {
 }
 BENCHMARK(BM_BroadcastRowAdd)->Unit(benchmark::kMillisecond)->UseRealTime();
 
+// n x n float32 operands (Arg 4096: 64 MiB each, as the elementwise rows; 2048: 16 MiB).
 void BM_TransposedAdd(benchmark::State& state) {
-  const cf::Tensor a = cf::uniform({2048, 2048}, -1, 1, 5);
-  const cf::Tensor b = cf::uniform({2048, 2048}, -1, 1, 6).transpose();
+  const int64_t n = state.range(0);
+  const cf::Tensor a = cf::uniform({n, n}, -1, 1, 5);
+  const cf::Tensor b = cf::uniform({n, n}, -1, 1, 6).transpose();
   cf::KernelOptions opts;
-  cf::Tensor out = cf::Tensor::zeros({2048, 2048}, cf::DType::kFloat32);
+  cf::Tensor out = cf::Tensor::zeros({n, n}, cf::DType::kFloat32);
   for (auto _ : state) {
     opts.out = std::move(out);
     out = cf::add(a, b, opts);
@@ -93,7 +97,7 @@ void BM_TransposedAdd(benchmark::State& state) {
   }
   state.SetBytesProcessed(state.iterations() * 3 * a.nbytes());
 }
-BENCHMARK(BM_TransposedAdd)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_TransposedAdd)->Arg(2048)->Arg(4096)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 void BM_OpenBlasDirect(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));

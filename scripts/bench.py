@@ -402,6 +402,17 @@ def rows():
             ("cf_tensor", f"BM_{op}/67108864#bytes_per_second"),
             ("cf_tensor", "BM_Memcpy/67108864#bytes_per_second"), "memcpy 64 MiB (same process)",
             "GB/s", (">=", 0.8), lambda b: b / 1e9)
+    # Reductions and a strided elementwise shape against the same memcpy, for context (no target
+    # in PERFORMANCE.md). Their bytes_per_second counts bytes read (reductions) or all traffic
+    # (transposed add: 2 reads + 1 write), next to memcpy's read + write.
+    for shape, key in (("max over all elements, 64 MiB float32", "BM_MaxAll"),
+                       ("argmax along the last axis, 4096^2 float32", "BM_ArgmaxLastAxis"),
+                       ("sum over the first axis, 4096^2 float32", "BM_SumFirstAxis"),
+                       ("add, transposed view + contiguous, 4096^2 float32",
+                        "BM_TransposedAdd/4096")):
+        add("tensor", shape, ("cf_tensor", f"{key}#bytes_per_second"),
+            ("cf_tensor", "BM_Memcpy/67108864#bytes_per_second"), "memcpy 64 MiB (same process)",
+            "GB/s", None, lambda b: b / 1e9)
     add("tensor", "matmul 1024^2 float32", ("cf_tensor", "BM_Matmul/1024#flops"),
         ("blas", "BM_SgemmDirect/1024#flops"), "OpenBLAS sgemm direct", "GFLOP/s", (">=", 0.95),
         lambda f: f / 1e9)

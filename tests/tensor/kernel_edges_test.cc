@@ -257,7 +257,7 @@ void check_binary_views(const Tensor& a, const Tensor& b, const std::string& wha
 
 TEST(TiledElementwise, TransposedAndPermutedViewsEveryElementSize) {
   for (DType dt : {DType::kFloat32, DType::kFloat64, DType::kInt8, DType::kInt16, DType::kInt64,
-                   DType::kFloat16, DType::kUInt8}) {
+                   DType::kFloat16, DType::kUInt8, DType::kBool, DType::kInt32}) {
     for (const auto& [r, c] : std::vector<std::pair<int64_t, int64_t>>{
              {1, 300}, {17, 40}, {33, 257}, {70, 513}, {300, 37}, {64, 256}, {257, 31}}) {
       const std::string what =
