@@ -4,6 +4,7 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -37,6 +38,12 @@ inline void full_fence() noexcept { std::atomic_thread_fence(std::memory_order_s
 
 // Pause iterations an idle worker polls for work before it sleeps (tens of microseconds).
 constexpr int kIdleSpins = 2048;
+
+int64_t steady_ns() noexcept {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 uint64_t next_random(uint64_t& s) noexcept {
   // xorshift64*: fast, good enough to pick steal victims.
@@ -404,7 +411,7 @@ Task* SchedulerImpl::find_work(Worker* w) {
       nspinning.fetch_sub(1, std::memory_order_seq_cst);
     }
     if (stopping.load(std::memory_order_acquire) && !any_work()) return nullptr;
-    pool.trim();
+    int64_t trim_wait = pool.trim(steady_ns());
     w->sleep_word.store(1, std::memory_order_seq_cst);
     nidle.fetch_add(1, std::memory_order_seq_cst);
     full_fence();
@@ -416,8 +423,12 @@ Task* SchedulerImpl::find_work(Worker* w) {
       }
       continue;
     }
+    // While idle stacks wait to be given back, wake up when their trim period ends.
     while (w->sleep_word.load(std::memory_order_acquire) == 1) {
-      futex_wait(&w->sleep_word, 1);
+      futex_wait(&w->sleep_word, 1, trim_wait);
+      if (trim_wait > 0 && w->sleep_word.load(std::memory_order_acquire) == 1) {
+        trim_wait = pool.trim(steady_ns());
+      }
     }
     if (!stopping.load(std::memory_order_acquire)) {
       w->spinning = true;

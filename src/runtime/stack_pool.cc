@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -85,8 +86,6 @@ void give_guard_budget(long n) { g_guard_budget.fetch_add(n, std::memory_order_r
 
 constexpr std::size_t kGuardedPerChunk = 16;
 constexpr std::size_t kCompactPerChunk = 256;
-// Free stacks beyond this many are returned to the kernel (madvise) when a worker idles.
-constexpr std::size_t kKeepWarm = 4096;
 
 }  // namespace
 
@@ -151,6 +150,7 @@ StackSlot StackPool::acquire() {
     if (!warm_.empty()) {
       s = warm_.back();
       warm_.pop_back();
+      low_water_ = std::min(low_water_, warm_.size());
     } else {
       if (free_.empty()) grow();
       s = free_.back();
@@ -168,18 +168,43 @@ void StackPool::release(StackSlot slot) noexcept {
   warm_count_.store(warm_.size(), std::memory_order_relaxed);
 }
 
-void StackPool::trim() noexcept {
-  if (warm_count_.load(std::memory_order_relaxed) <= kKeepWarm) return;
+int64_t StackPool::trim(int64_t now_ns) noexcept {
+  if (warm_count_.load(std::memory_order_relaxed) <= kKeepWarm) return 0;
   std::lock_guard<std::mutex> lock(mu_);
-  // The oldest-released stacks (front) go cold; madvise is costly (a TLB shootdown on every
-  // CPU), which is why this runs only when a worker is about to sleep, never per release.
-  const std::size_t excess = warm_.size() > kKeepWarm ? warm_.size() - kKeepWarm : 0;
-  for (std::size_t i = 0; i < excess; ++i) {
-    madvise(warm_[i].bottom(), usable_, MADV_DONTNEED);
-    free_.push_back(warm_[i]);
+  if (trim_epoch_ns_ == 0 || now_ns < trim_epoch_ns_) {  // first excess: start watching it
+    trim_epoch_ns_ = now_ns;
+    low_water_ = warm_.size();
+    return kTrimPeriodNs;
   }
-  warm_.erase(warm_.begin(), warm_.begin() + static_cast<std::ptrdiff_t>(excess));
+  if (now_ns - trim_epoch_ns_ < kTrimPeriodNs) return kTrimPeriodNs - (now_ns - trim_epoch_ns_);
+  // The oldest-released stacks (front) that no spawn took during the whole period go cold.
+  const std::size_t idle = std::min(low_water_, warm_.size());
+  const std::size_t excess = idle > kKeepWarm ? idle - kKeepWarm : 0;
+  if (excess > 0) {
+    // madvise is costly (a TLB shootdown on every CPU): one call per run of adjacent slots.
+    const auto cold = warm_.begin() + static_cast<std::ptrdiff_t>(excess);
+    std::sort(warm_.begin(), cold,
+              [](const StackSlot& a, const StackSlot& b) { return a.base < b.base; });
+    char* run_begin = nullptr;
+    char* run_end = nullptr;
+    for (auto it = warm_.begin(); it != cold; ++it) {
+      char* const b = it->bottom();
+      if (b != run_end) {
+        if (run_begin != nullptr) {
+          madvise(run_begin, static_cast<std::size_t>(run_end - run_begin), MADV_DONTNEED);
+        }
+        run_begin = b;
+      }
+      run_end = b + usable_;
+      free_.push_back(*it);  // never reallocates: free_ once held every slot (grow)
+    }
+    madvise(run_begin, static_cast<std::size_t>(run_end - run_begin), MADV_DONTNEED);
+    warm_.erase(warm_.begin(), cold);
+  }
+  trim_epoch_ns_ = now_ns;
+  low_water_ = warm_.size();
   warm_count_.store(warm_.size(), std::memory_order_relaxed);
+  return warm_.size() > kKeepWarm ? kTrimPeriodNs : 0;
 }
 
 void write_canary(char* base) noexcept {

@@ -43,11 +43,20 @@ class StackPool {
   StackSlot acquire();
   // Returns a stack to the pool (kept warm: its pages stay resident). Thread-safe.
   void release(StackSlot slot) noexcept;
-  // Gives the pages of warm stacks beyond a few thousand back to the kernel. Thread-safe; called
-  // by idle workers.
-  void trim() noexcept;
+  // Gives back to the kernel the pages of warm stacks that no spawn used during the last trim
+  // period (kTrimPeriodNs), keeping the kKeepWarm most recently used ones. A burst of green
+  // threads that repeats within the period (a server's requests, a benchmark's repetitions) keeps
+  // finding its stacks resident; memory a burst left behind is returned within about two
+  // periods. Returns the nanoseconds until a later call could free more (0: nothing pending), so
+  // an idle worker can sleep that long and call again. Thread-safe; called by idle workers.
+  int64_t trim(int64_t now_ns) noexcept;
+
+  static constexpr int64_t kTrimPeriodNs = 1'000'000'000;
+  static constexpr std::size_t kKeepWarm = 4096;
 
   std::size_t usable() const noexcept { return usable_; }
+  // Released stacks whose pages are resident (a snapshot). Thread-safe.
+  std::size_t warm_count() const noexcept { return warm_count_.load(std::memory_order_relaxed); }
   // Distance between the bases of consecutive slots of a compact chunk; guarded slots add a page.
   std::size_t slot_size(const StackSlot& s) const noexcept { return usable_ + s.guard; }
 
@@ -61,6 +70,9 @@ class StackPool {
   std::vector<StackSlot> free_;  // never used or trimmed: pages not resident
   std::vector<StackSlot> warm_;  // released stacks, LIFO: the hottest is reused first
   std::atomic<std::size_t> warm_count_{0};
+  // warm_[0, low_water_) were not acquired since trim_epoch_ns_ (guarded by mu_).
+  std::size_t low_water_ = 0;
+  int64_t trim_epoch_ns_ = 0;
   struct Chunk {
     char* base;
     std::size_t bytes;

@@ -4,6 +4,12 @@
 
 #include "runtime_test_util.h"
 #include "sanitizer.h"  // white-box: src/runtime (CHANFLOW_TSAN)
+#include "stack_pool.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <vector>
 
 namespace {
 
@@ -81,3 +87,56 @@ TEST(Stack, CompactModeParksManyGreenThreads) {
 }
 
 }  // namespace
+
+namespace {
+// Whether the page holding addr is resident.
+bool resident(const char* addr) {
+  const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+  unsigned char v = 0;
+  auto* p = reinterpret_cast<void*>(reinterpret_cast<std::uintptr_t>(addr) & ~(page - 1));
+  EXPECT_EQ(mincore(p, 1, &v), 0);
+  return (v & 1) != 0;
+}
+}  // namespace
+
+// Idle stacks go back to the kernel only when no spawn used them for a whole trim period, and
+// only beyond the kKeepWarm most recent: bursts that repeat within a period stay resident.
+TEST(StackPoolTrim, OnlyStacksIdleForAWholePeriodBeyondTheWarmSetAreReturned) {
+  using cf::detail::StackPool;
+  using cf::detail::StackSlot;
+  constexpr std::size_t kExtra = 100;
+  constexpr int64_t kPeriod = StackPool::kTrimPeriodNs;
+  StackPool pool(16 * 1024, cf::StackGuard::kCompact);
+  std::vector<StackSlot> slots;
+  for (std::size_t i = 0; i < StackPool::kKeepWarm + kExtra; ++i) slots.push_back(pool.acquire());
+  auto top = [&](const StackSlot& s) { return s.base + pool.slot_size(s) - 64; };
+  for (const StackSlot& s : slots) *top(s) = 1;      // fault the top page in
+  for (const StackSlot& s : slots) pool.release(s);  // slots[0] is the oldest released
+  const std::size_t n = slots.size();
+  ASSERT_EQ(pool.warm_count(), n);
+
+  const int64_t t0 = int64_t{1} << 40;
+  EXPECT_EQ(pool.trim(t0), kPeriod);  // starts watching: nothing returned yet
+  EXPECT_EQ(pool.warm_count(), n);
+  // A burst takes (and gives back) the 50 most recent stacks during the period.
+  std::vector<StackSlot> burst;
+  for (int i = 0; i < 50; ++i) burst.push_back(pool.acquire());
+  for (const StackSlot& s : burst) pool.release(s);
+  EXPECT_EQ(pool.trim(t0 + kPeriod / 2), kPeriod / 2);  // the period is not over
+  EXPECT_EQ(pool.warm_count(), n);
+  // After the period: the stacks nobody took (n - 50) minus the warm set (kKeepWarm) go.
+  EXPECT_EQ(pool.trim(t0 + kPeriod), kPeriod);
+  EXPECT_EQ(pool.warm_count(), n - (kExtra - 50));
+  EXPECT_FALSE(resident(top(slots[0])));     // the oldest released was returned
+  EXPECT_TRUE(resident(top(slots[n - 1])));  // the newest stays warm
+  // One more idle period returns the rest of the excess; then nothing is pending.
+  EXPECT_EQ(pool.trim(t0 + 2 * kPeriod), 0);
+  EXPECT_EQ(pool.warm_count(), StackPool::kKeepWarm);
+  EXPECT_EQ(pool.trim(t0 + 3 * kPeriod), 0);
+  EXPECT_EQ(pool.warm_count(), StackPool::kKeepWarm);
+  // Returned stacks are handed out again (fresh pages) once the warm ones are used up.
+  std::vector<StackSlot> again;
+  for (std::size_t i = 0; i < n; ++i) again.push_back(pool.acquire());
+  for (const StackSlot& s : again) pool.release(s);
+  EXPECT_EQ(pool.warm_count(), n);
+}
