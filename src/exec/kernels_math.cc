@@ -1,9 +1,13 @@
 // kernels_math.cc — elementwise arithmetic, comparisons, logic, activations, softmax, reductions
 // and matmul, on the tensor layer's kernels.
 //
-// Prepared fields: in = {X[, Y]}, out = {Out}; i0 = axis (binary ops, softmax); ints = reduce
-// dims; b0/b1 = keep_dim/reduce_all or transpose_X/transpose_Y; f0 = matmul alpha.
+// Prepared fields: in = {X[, Y]}, out = {Out}; i0 = axis (binary ops, softmax, arg_max); ints =
+// reduce dims; b0/b1 = keep_dim/reduce_all, keepdims/flatten (arg_max) or transpose_X/transpose_Y;
+// f0 = matmul alpha; dtype = arg_max's index type.
 #include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <optional>
 
 #include "chanflow/tensor/ops.h"
 #include "kernel.h"
@@ -76,6 +80,33 @@ void prep_reduce(PrepareCtx& c) {
   c.op().ints = c.attr_ints("dim");
   c.op().b0 = c.attr_bool("keep_dim");
   c.op().b1 = c.attr_bool("reduce_all");
+}
+
+// Paddle's arg_max: `axis` must fit X's rank even when flatten (Paddle checks it too); flatten
+// gives shape [1] whatever keepdims says; INT32 indices need the searched extent to fit int32.
+void run_arg_max(const PreparedOp& op, Frame& f) {
+  Tensor x = read_tensor(op, f, 0);
+  const int64_t nd = x.ndim();
+  if (op.i0 < -nd || op.i0 >= nd) {
+    CHANFLOW_THROW(ShapeError) << "arg_max: axis " << op.i0 << " out of range for X ('"
+                               << op.in_names[0] << "') of shape " << shape_to_string(x.shape());
+  }
+  const int64_t axis = op.i0 < 0 ? op.i0 + nd : op.i0;
+  const int64_t extent = op.b1 ? x.numel() : x.shape()[static_cast<size_t>(axis)];
+  if (op.dtype == DType::kInt32 && extent > std::numeric_limits<int32_t>::max()) {
+    CHANFLOW_THROW(ShapeError) << "arg_max: " << extent << " elements searched do not fit INT32 "
+                               << "indices (use dtype INT64)";
+  }
+  Tensor r = op.b1 ? argmax(x, std::nullopt, false).reshape({1}) : argmax(x, axis, op.b0);
+  write_out(op, f, 0, op.dtype == r.dtype() ? r : r.cast(op.dtype));
+}
+DType arg_max_dtype(int64_t v) { return v == 2 ? DType::kInt32 : DType::kInt64; }
+void prep_arg_max(PrepareCtx& c) {
+  prep_unary(c);
+  c.op().i0 = c.attr_int("axis");
+  c.op().b0 = c.attr_bool("keepdims");
+  c.op().b1 = c.attr_bool("flatten");
+  c.op().dtype = arg_max_dtype(c.attr_int("dtype"));
 }
 
 Tensor swap_last(const Tensor& t) {
@@ -191,6 +222,34 @@ std::vector<TensorInfo> infer_reduce(const OpDesc& op, const std::vector<TensorI
   return {o};
 }
 
+std::vector<TensorInfo> infer_arg_max(const OpDesc& op, const std::vector<TensorInfo>& in) {
+  need(in, 1, op);
+  const Shape& xs = in[0].shape;
+  const auto nd = static_cast<int64_t>(xs.size());
+  if (!op.attr("axis")) CHANFLOW_THROW(Error) << "arg_max: inference needs attribute 'axis'";
+  const int64_t axis = op.attr("axis")->as_int();
+  if (axis < -nd || axis >= nd) {
+    CHANFLOW_THROW(ShapeError) << "arg_max: axis " << axis << " out of range for rank " << nd;
+  }
+  const bool keep = op.attr("keepdims") && op.attr("keepdims")->as_bool();
+  const bool flat = op.attr("flatten") && op.attr("flatten")->as_bool();
+  TensorInfo o;
+  o.dtype = arg_max_dtype(op.attr("dtype") ? op.attr("dtype")->as_int() : 3);
+  if (flat) {
+    o.shape = {1};
+    return {o};
+  }
+  const int64_t a = axis < 0 ? axis + nd : axis;
+  for (int64_t i = 0; i < nd; ++i) {
+    if (i != a) {
+      o.shape.push_back(xs[static_cast<size_t>(i)]);
+    } else if (keep) {
+      o.shape.push_back(1);
+    }
+  }
+  return {o};
+}
+
 std::vector<TensorInfo> infer_matmul(const OpDesc& op, const std::vector<TensorInfo>& in) {
   need(in, 2, op);
   Shape a = in[0].shape, b = in[1].shape;
@@ -245,6 +304,7 @@ std::vector<KernelEntry> math_kernels() {
       {"softmax", &run_softmax, &prep_softmax, &infer_unary<true>},
       {"reduce_sum", &run_reduce<sum>, &prep_reduce, &infer_reduce<false>},
       {"reduce_mean", &run_reduce<mean>, &prep_reduce, &infer_reduce<true>},
+      {"arg_max", &run_arg_max, &prep_arg_max, &infer_arg_max},
       {"matmul", &run_matmul, &prep_matmul, &infer_matmul},
   };
 }

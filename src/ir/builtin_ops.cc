@@ -49,6 +49,16 @@ std::string check_channel_element(const Attr& a) {
          std::to_string(v);
 }
 
+// arg_max's index type: INT32 (2) or INT64 (3); Paddle's older default -1 also means INT64.
+std::string check_index_type(const Attr& a) {
+  const int64_t v = a.as_int();
+  if (v == -1 || v == static_cast<int64_t>(VarType::kInt32) ||
+      v == static_cast<int64_t>(VarType::kInt64)) {
+    return {};
+  }
+  return "must be INT32 (2) or INT64 (3) (-1: INT64), got " + std::to_string(v);
+}
+
 std::string check_non_negative(const Attr& a) {
   if (a.as_int() < 0) return "must be >= 0, got " + std::to_string(a.as_int());
   return {};
@@ -165,6 +175,17 @@ void register_builtin_ops(OpSchemaRegistry& r) {
               .attr("keep_dim", T::kBoolean, bool_default(false))
               .attr("reduce_all", T::kBoolean, bool_default(false)));
   }
+  r.add(OpSchema("arg_max")
+            .doc("Out = index of the first maximum of X along `axis` (of every element when "
+                 "flatten); a NaN counts as the maximum")
+            .input("X")
+            .output("Out")
+            .attr("axis", T::kLong, {}, "the axis searched (negative from the end)")
+            .attr("keepdims", T::kBoolean, bool_default(false), "keep `axis` with extent 1")
+            .attr("flatten", T::kBoolean, bool_default(false),
+                  "search every element; Out has shape [1]")
+            .attr("dtype", T::kInt, int_default(static_cast<int64_t>(VarType::kInt64)),
+                  "element VarType of Out: INT32 or INT64", check_index_type));
   r.add(OpSchema("reshape")
             .doc("Out = X with shape `shape` (one -1 is inferred, 0 copies X's extent)")
             .input("X")

@@ -36,6 +36,7 @@ TEST(OpSchema, EveryIssueOpIsRegistered) {
                            "softmax",
                            "reduce_sum",
                            "reduce_mean",
+                           "arg_max",
                            "reshape",
                            "transpose",
                            "print",
@@ -77,6 +78,19 @@ TEST(OpSchema, FluidParameterNames) {
   EXPECT_EQ(fill->attr("dtype")->check(cf::Attr::i(7)).empty(), false);  // LOD_TENSOR: no
   EXPECT_EQ(fill->attr("dtype")->check(cf::Attr::i(3)), "");
   EXPECT_EQ(reg.find("conditional_block")->input("X")->duplicable, true);
+  // arg_max: Paddle's names and types (axis is int64 there: LONG, required).
+  const cf::OpSchema* am = reg.find("arg_max");
+  EXPECT_TRUE(am->input("X")->required);
+  EXPECT_TRUE(am->output("Out")->required);
+  EXPECT_TRUE(am->attr("axis")->required());
+  EXPECT_EQ(am->attr("axis")->type, cf::AttrType::kLong);
+  EXPECT_FALSE(am->attr("keepdims")->make_default().as_bool());
+  EXPECT_FALSE(am->attr("flatten")->make_default().as_bool());
+  EXPECT_EQ(am->attr("dtype")->make_default().as_int(), 3);  // INT64
+  EXPECT_EQ(am->attr("dtype")->check(cf::Attr::i(2)), "");
+  EXPECT_EQ(am->attr("dtype")->check(cf::Attr::i(-1)), "");
+  EXPECT_NE(am->attr("dtype")->check(cf::Attr::i(5)), "");
+  EXPECT_NE(am->attr("dtype")->check(cf::Attr::i(0)), "");
 }
 
 TEST(OpSchemaRegistry, AddRules) {

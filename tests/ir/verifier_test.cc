@@ -318,3 +318,53 @@ TEST(Verifier, IllTypedProgramsFromJsonDoNotCrash) {
   EXPECT_THROW(cf::verify(r), cf::ProgramError);
   EXPECT_THROW(cf::verify(cf::Program()), cf::ProgramError);
 }
+
+namespace {
+// x (FP32) -> fill_constant -> arg_max(x) with the given attribute text into `idx`.
+std::string arg_max_prog(const std::string& attrs) {
+  return blk(0, -1,
+             tvar("x", "FP32") + tvar("idx", "INT64") + fill("x", 5, 1) +
+                 "ops { inputs { parameter: \"X\" arguments: \"x\" } outputs { parameter: "
+                 "\"Out\" arguments: \"idx\" } type: \"arg_max\" " +
+                 attrs + " }");
+}
+}  // namespace
+
+TEST(Verifier, ArgMaxAttributes) {
+  // Good: only axis (LONG, as Paddle writes its int64 attribute); the defaults are filled.
+  cf::Program v =
+      cf::verify(cf::Program::from_text(arg_max_prog("attrs { name: \"axis\" type: LONG l: -1 }")));
+  cf::OpDesc op = v.block(0)->ops[1];
+  EXPECT_EQ(op.attr("axis")->as_int(), -1);
+  EXPECT_FALSE(op.attr("keepdims")->as_bool());
+  EXPECT_FALSE(op.attr("flatten")->as_bool());
+  EXPECT_EQ(op.attr("dtype")->as_int(), 3);  // INT64
+  // Good: every attribute, INT32 indices, and Paddle's older dtype default -1.
+  for (const char* dtype : {"2", "3", "-1"}) {
+    EXPECT_NO_THROW(cf::verify(cf::Program::from_text(arg_max_prog(
+        "attrs { name: \"axis\" type: LONG l: 0 } attrs { name: \"keepdims\" type: BOOLEAN b: "
+        "true } attrs { name: \"flatten\" type: BOOLEAN b: true } attrs { name: \"dtype\" type: "
+        "INT i: " +
+        std::string(dtype) + " }"))))
+        << dtype;
+  }
+  // Bad: axis missing, axis of the wrong type, an index type other than INT32/INT64, an unknown
+  // attribute, keepdims not a BOOLEAN.
+  expect_error(arg_max_prog(""), 0, 1, "arg_max", "missing required attribute 'axis' (LONG)");
+  expect_error(arg_max_prog("attrs { name: \"axis\" type: INT i: 1 }"), 0, 1, "arg_max",
+               "attribute 'axis' must be LONG, got INT");
+  expect_error(arg_max_prog("attrs { name: \"axis\" type: LONG l: 1 } attrs { name: \"dtype\" "
+                            "type: INT i: 5 }"),
+               0, 1, "arg_max",
+               "attribute 'dtype' must be INT32 (2) or INT64 (3) (-1: INT64), got 5");
+  expect_error(arg_max_prog("attrs { name: \"axis\" type: LONG l: 1 } attrs { name: \"dtype\" "
+                            "type: INT i: -2 }"),
+               0, 1, "arg_max", "attribute 'dtype' must be INT32 (2) or INT64 (3)");
+  expect_error(arg_max_prog("attrs { name: \"axis\" type: LONG l: 1 } attrs { name: \"keep_dim\" "
+                            "type: BOOLEAN b: true }"),
+               0, 1, "arg_max",
+               "unknown attribute 'keep_dim' (the op has axis, keepdims, flatten, dtype)");
+  expect_error(arg_max_prog("attrs { name: \"axis\" type: LONG l: 1 } attrs { name: \"keepdims\" "
+                            "type: INT i: 1 }"),
+               0, 1, "arg_max", "attribute 'keepdims' must be BOOLEAN, got INT");
+}
