@@ -36,6 +36,9 @@ inline void full_fence() noexcept { g_fence_word.fetch_add(0, std::memory_order_
 inline void full_fence() noexcept { std::atomic_thread_fence(std::memory_order_seq_cst); }
 #endif
 
+// How long a thief leaves a busy worker's runnext alone (Go: 3 µs).
+constexpr int64_t kRunnextGraceNs = 3000;
+
 // Pause iterations an idle worker polls for work before it sleeps (tens of microseconds).
 constexpr int kIdleSpins = 2048;
 
@@ -195,6 +198,7 @@ void SchedulerImpl::worker_main(Worker* w) {
 }
 
 void SchedulerImpl::run_task(Worker* w, Task* t) {
+  w->dispatches.store(w->dispatches.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   w->current = t;
   t->worker = w;
   trace_record(TraceKind::kResume, t, w->index);
@@ -317,6 +321,19 @@ Task* SchedulerImpl::steal(Worker* thief, Worker* victim, bool take_runnext) {
   uint32_t n = victim->rq.steal_half(batch);
   if (n == 0) {
     if (take_runnext && victim->runnext.load(std::memory_order_relaxed) != nullptr) {
+      // The victim readied that task to run next, usually right before parking (a hand-off
+      // along a chain, a ping-pong reply). As Go does, give the victim a few microseconds to
+      // run it itself: taking it would move every step of the hand-off to another CPU (a
+      // cross-CPU wake-up and cold caches each time). Take it only if the victim dispatched
+      // nothing meanwhile, i.e. it is busy in a long-running task.
+      const uint64_t seen = victim->dispatches.load(std::memory_order_relaxed);
+      const int64_t until = steady_ns() + kRunnextGraceNs;
+      do {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+        if (victim->dispatches.load(std::memory_order_relaxed) != seen) return nullptr;
+      } while (steady_ns() < until);
       return victim->runnext.exchange(nullptr, std::memory_order_acq_rel);
     }
     return nullptr;

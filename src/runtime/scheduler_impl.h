@@ -25,6 +25,9 @@ struct Worker {
   alignas(64) std::atomic<Task*> runnext{nullptr};
   // 1 while the worker sleeps; a waker exchanges it to 0 and futex-wakes.
   alignas(64) std::atomic<uint32_t> sleep_word{0};
+  // Tasks this worker dispatched (written by the owner only): a thief about to take runnext waits
+  // briefly for this to move, which says the owner got to run it itself.
+  alignas(64) std::atomic<uint64_t> dispatches{0};
   alignas(64) Task* current = nullptr;
   // Runs on the worker right after the current task switched out (releases the park's locks).
   void (*after_fn)(void*) = nullptr;
