@@ -95,7 +95,8 @@ blocks { idx: 0 parent_idx: -1 vars { name: "ch" type { type: CHANNEL } } }
   EXPECT_TRUE(cf::Program::from_json(p.to_json()).equals(p));
   // A capacity with no element type has no spelling in the format: an error, not a bad file.
   const cf::Program odd = cf::Program::make({cf::Block::make(
-      0, -1, {cf::VarDesc::make("ch", static_cast<int64_t>(cf::VarType::kChannel), -1, {}, 0, 3, false)},
+      0, -1,
+      {cf::VarDesc::make("ch", static_cast<int64_t>(cf::VarType::kChannel), -1, {}, 0, 3, false)},
       {})});
   EXPECT_THROW(odd.to_text(), cf::ProgramError);
 }
@@ -104,4 +105,20 @@ TEST(ProgramRoundTrip, LargeBuilderProgram) {
   cf::Program p = cf::testing_programs::daisy_chain(300);
   EXPECT_TRUE(cf::Program::from_binary(p.to_binary()).equals(p));
   EXPECT_TRUE(cf::Program::from_json(p.to_json()).equals(p));
+}
+
+// arg_max's LONG axis survives every format, in the fuzz seed and in the flagship's evaluation
+// program (the fuzz targets' invariants, run here on both files).
+TEST(ProgramRoundTrip, ArgMaxPrograms) {
+  for (const char* rel :
+       {"/fuzz/ir/corpus/text/programs_arg_max.pbtxt", "/examples/train_digits/eval.pbtxt"}) {
+    SCOPED_TRACE(rel);
+    cf::Program p = cf::Program::from_file(std::string(CHANFLOW_SOURCE_DIR) + rel);
+    EXPECT_TRUE(cf::Program::from_text(p.to_text()).equals(p));
+    EXPECT_TRUE(cf::Program::from_binary(p.to_binary()).equals(p));
+    cf::Program v = cf::verify(p);
+    EXPECT_TRUE(cf::verify(v).same_as(v));
+    EXPECT_TRUE(cf::Program::from_json(v.to_json()).equals(v));
+    EXPECT_NE(p.to_text().find("type: LONG"), std::string::npos);
+  }
 }
