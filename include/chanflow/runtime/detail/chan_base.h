@@ -84,17 +84,15 @@ class CHANFLOW_API ChanBase {
 // value; unbuffered: no parked sender) and not closed. Why:
 //  - Every change of emptiness is a release store (of count_, or of sendq_'s head) made under the
 //    lock, and close() stores closed_ under the lock before it empties the queues. The first load
-//    (acquire) reads one such store W, made in some critical section E (or the initial state),
-//    and no later one (coherence:
-//    a later store that happened before this call would be read instead).
+//    (acquire) reads one such store W, made in some critical section E (or the initial state), and
+//    no later one (coherence: a later store that happened before this call would be read instead).
 //  - If a close happened in E or in a critical section before E, the closed_ store happens before
-//  W,
-//    W synchronizes with our acquire load, so the second load (ordered after the first by acquire)
-//    must see closed_ == true — it cannot return false for "not closed".
+//    W, W synchronizes with our acquire load, so the second load (ordered after the first by
+//    acquire) must see closed_ == true — it cannot return false for "not closed".
 //  - So when it does see false, the close (if any) comes after E in the lock order: just after E
-//  the
-//    channel was empty and open, and that state lasts until a store we did not observe, i.e. into
-//    our call. A closed channel cannot reopen, so reading "open" later cannot undo the first fact.
+//    the channel was empty and open, and that state lasts until a store we did not observe, i.e.
+//    into our call. A closed channel cannot reopen, so reading "open" later cannot undo the first
+//    fact.
 // Loading closed_ first instead would be wrong: open, [value arrives, close, drained], empty reads
 // as "open and empty" though the channel was never both at once while we looked.
 inline bool recv_may_proceed(const ChanBase* c) noexcept;
