@@ -180,7 +180,9 @@ class Sources:
             elif "ns_per_op" in b:
                 v = b["ns_per_op"]
             elif "ns_per_node" in b:
-                v = b["ns_per_node"]
+                # An inverted rate counter (kIsRate | kInvert): Google Benchmark stores it in
+                # seconds per node whatever its name says.
+                v = b["ns_per_node"] * 1e9
             else:
                 v = b["real_time"] * per_unit[b.get("time_unit", "ns")] / b.get("ops_per_iter", 1)
             res.setdefault(name, []).append(v)
