@@ -1,26 +1,45 @@
-// go_machine.cc — one green thread per node, values over channels, per-run state in slots.
+// go_machine.cc — nodes as state machines, run by green threads that hand each other the nodes
+// whose inputs are complete; values published along edges; per-run state in slots.
 //
-// Wiring (leaner than the seed's broadcast/merge goroutines, same semantics): each node owns one
-// buffered inbox; a producer sends its value once per (subscriber, operand position) edge, which
-// is the seed's publish step, and the subscriber's merge is the position tag on each message. The
-// inbox holds `expected x window` messages, so a producer never blocks on a send and a node's
-// thread only ever parks waiting for input. Every node handles every run exactly once (computing,
-// or skipping with a cancellation marker when the run is aborted), so completion is a countdown
-// and no node is left waiting when a run fails.
+// Design (docs/graph.md, "Why runners"). The seed gave every node its own goroutine, parked on a
+// channel between values. That costs a parked stack per node (800 MB of stacks for a 100k-node
+// graph) and, per edge, a channel send, a wake-up and a switch onto a cold stack: 10-13x oneTBB's
+// per-node cost, measured. Here a node is still the seed's state machine (initial -> waiting for
+// input -> computing -> emitting output -> end, once per run, recorded per node in the trace), but
+// a node that waits holds no stack and no thread: its state is its slot's operand count. The
+// green threads that run nodes ("runners") are spawned per run and per unit of parallelism, not
+// per node:
 //
-// A run whose caller's context ends is abandoned at once: run/stream wake on the context's done
-// channel themselves (they never wait for a busy node thread to notice), mark the run aborted and
-// throw; the abandoned run's nodes skip their ops and drain in the background, and the next
-// run/stream/close (or the destructor) waits for that drain first.
+// * Publish: a producer writes its value into each subscriber's operand position (the merge by
+//   position: 40 - 2 is 38 whatever order the operands arrive in, x + x fills positions 0 and 1)
+//   and counts the arrival with one atomic add. The producer whose add completes a node's operands
+//   owns that node for the run and pushes it on its runner's private stack of ready nodes.
+// * A runner pops the newest ready node and runs it on its own stack, so a chain runs as a loop on
+//   one warm stack (no switch, no park, no wake-up per node).
+// * Sharing (lazy binary splitting): before a runner starts an op while it holds other ready
+//   nodes, it makes sure some of them are where another worker can take them: if the machine's
+//   shared stack ("spill") is empty, it moves the older half of its own there and, unless one is
+//   already on its way, spawns a "ticket" green thread. The scheduler's work stealing carries the
+//   ticket to an idle worker, where it takes half of the spill and becomes a runner. A runner
+//   whose own stack runs dry takes half of the spill before it exits. So a chain never touches
+//   shared state, a wide graph spreads over the workers a few spills at a time, and no ready node
+//   waits behind a long op while a worker is idle. With one worker nothing is shared.
+// * Blocking: an op that parks its green thread (a custom op waiting on a channel, say) moves the
+//   runner's other ready nodes to the spill first and makes sure a ticket exists
+//   (detail::set_block_hook, Go's hand-off of a P on a system call): no ready node waits behind a
+//   blocked one, even on one worker.
+// * Completion is a countdown per run; a runner subtracts the nodes it finished in batches (when
+//   it switches run slot or exits), and the one that reaches zero reports the slot on `done`.
 //
-// Costs per node and run (callgrind on a 10k-node chain, docs/benchmarks.md): one channel send
-// per edge and one receive per operand, a park and a wake-up; no allocation, no lock other than
-// the channels', no O(graph) work per run. A node still missing two or more operands yields once
-// before parking, so a wide fan-in drains its inbox in batches instead of being woken per value.
+// Failure: every node handles every run exactly once (computing, or skipping with a cancellation
+// mark that it passes on instead of a value when the run is aborted), so no node is left waiting
+// when a run fails. A run whose caller's context ends is abandoned at once: run/stream wake on the
+// context's done channel themselves (they never wait for a busy runner to notice), mark the run
+// aborted and throw; the abandoned run's nodes skip their ops and drain in the background, and the
+// next run/stream/close (or the destructor) waits for that drain first.
 //
-// Runs live in `window` slots; stream() keeps several in flight. A node processes runs in the
-// order their last input arrives, which is run order: its producers emit in run order (by
-// induction from the sources, which the feeder kicks in order) and each inbox is FIFO.
+// Runs live in `window` slots; stream() keeps several in flight, and a node may compute two items
+// at once on two runners (each slot has its own operands and output).
 #include "chanflow/graph/go_machine.h"
 
 #include <algorithm>
@@ -32,6 +51,8 @@
 #include <span>
 
 #include "chanflow/runtime/chan.h"
+#include "chanflow/runtime/detail/block_hook.h"
+#include "chanflow/runtime/detail/spinlock.h"
 #include "chanflow/runtime/scheduler.h"
 #include "chanflow/runtime/select.h"
 #include "chanflow/runtime/wait_group.h"
@@ -55,15 +76,6 @@ int64_t now_ns() {
       .count();
 }
 
-// One value on an edge: the operand position it fills at the receiver and the run slot it belongs
-// to. Position kCancelPos marks an aborted run's cancellation marker instead of a value.
-constexpr uint32_t kCancelPos = 0xFFFFFFFFu;
-struct Msg {
-  uint32_t pos;
-  uint32_t slot;
-  Tensor value;
-};
-
 struct NodeState;
 
 struct Edge {
@@ -71,23 +83,25 @@ struct Edge {
   uint32_t pos;
 };
 
-// A node's inputs for one run, merged by operand position.
+// A node's inputs for one run (slot), merged by operand position. Each position is written by
+// exactly one edge; `got` counts arrivals (values or cancellation marks), and the producer whose
+// increment reaches `expected` runs the node. Reset by the node itself before it emits.
 struct Pending {
   std::span<Tensor> args;
-  uint32_t got = 0;
-  bool cancelled = false;
+  std::atomic<uint32_t> got{0};
+  std::atomic<bool> cancelled{false};  // some operand's producer skipped its op
+  std::atomic<int64_t> first_ns{0};    // tracing: when the first operand arrived
 };
 
-// What a node thread touches per run. The spans point into per-machine arenas laid out in node
-// order (GoMachineImpl::edges, pendings, args, outs): a chain or a layer walks memory
-// sequentially instead of chasing one heap block per node and field.
+// A node of the machine. The spans point into per-machine arenas laid out in node order
+// (GoMachineImpl::edges, args, outs): a chain or a layer walks memory sequentially.
 struct NodeState {
   const NodeData* data = nullptr;
-  Chan<Msg> inbox;
   std::span<Edge> subscribers;
-  uint32_t expected = 1;       // messages per run: operand count, or 1 (the kick) for sources
-  std::span<Pending> pending;  // per slot
+  uint32_t expected = 1;       // arrivals per run: operand count, or 1 (the kick) for sources
+  Pending* pending = nullptr;  // per slot
   std::span<Tensor> out;       // per slot: the node's value in that slot's latest run
+  SpinLock trace_mu;           // guards trace (two slots' runs may record at once)
   std::vector<TraceEvent> trace;
 };
 
@@ -104,17 +118,25 @@ struct RunState {
   std::vector<MachineError::Failure> failures;  // guarded by mu
 };
 
+// A node whose operands for `slot` are complete, owned by the runner holding it.
+struct Ready {
+  NodeState* node;
+  uint32_t slot;
+};
+
 }  // namespace
+
+struct Runner;
 
 struct GoMachineImpl {
   std::shared_ptr<GraphImpl> graph;
   int64_t size = 0;
   uint32_t window = 1;
   std::vector<bool> used;
-  std::vector<NodeState> nodes;
-  // Arenas behind NodeState's spans, sized once at construction (never reallocated).
+  std::unique_ptr<NodeState[]> nodes;  // size entries
+  // Arenas behind NodeState's spans and pointers, sized once at construction.
   std::vector<Edge> edges;
-  std::vector<Pending> pendings;
+  std::unique_ptr<Pending[]> pendings;
   std::vector<Tensor> args;
   std::vector<Tensor> outs;
   std::vector<NodeState*> sources;
@@ -123,8 +145,12 @@ struct GoMachineImpl {
   std::vector<uint32_t> source_input;  // per source: index in input_ids, or kNoInput (constant)
   std::unique_ptr<RunState[]> runs;
   Chan<uint32_t> done;  // slot numbers of finished runs
-  WaitGroup exited;
-  std::size_t spawned = 0;  // node threads started so far (all of them after the first run)
+  WaitGroup runners;    // live runner green threads (close and the destructor wait for them)
+  // The shared stack of ready nodes (see "Sharing" above), and its size as a lock-free hint.
+  SpinLock spill_mu;
+  std::vector<Ready> spill;  // guarded by spill_mu
+  std::atomic<std::size_t> spill_size{0};
+  std::atomic<int> tickets{0};  // tickets spawned and not started yet
   std::atomic<bool> busy{false};
   std::atomic<bool> closed{false};
   bool tracing = false;
@@ -135,9 +161,13 @@ struct GoMachineImpl {
 
   static constexpr uint32_t kNoInput = 0xFFFFFFFFu;
 
-  bool start_threads(const Context& ctx);
-  void node_loop(NodeState* n);
-  void process(NodeState* n, uint32_t slot);
+  std::span<NodeState> node_span() const { return {nodes.get(), static_cast<std::size_t>(size)}; }
+  void spawn_runner(std::vector<Ready> work, bool ticket);
+  void share(Runner& self, bool all);
+  bool refill(Runner& self);
+  void run_ready(Runner& self);
+  void process(Runner& self, NodeState* n, uint32_t slot);
+  void finish_nodes(uint32_t slot, int64_t count);
   void fail(RunState& r, const NodeData& n, std::exception_ptr e);
   void begin(uint32_t slot, const Context& ctx, const std::vector<Tensor>& inputs);
   std::optional<uint32_t> wait_one(const Chan<Unit>& stop);
@@ -149,6 +179,16 @@ struct GoMachineImpl {
   bool run_failed(RunState& r) const;
 };
 
+// A runner green thread's private state: its stack of ready nodes and the nodes it finished but
+// has not yet subtracted from their run's countdown.
+struct Runner {
+  GoMachineImpl* m;
+  std::vector<Ready> ready;
+  bool share = false;  // the scheduler has other workers
+  uint32_t done_slot = 0;
+  int64_t done_count = 0;
+};
+
 namespace {
 
 // Clears the busy flag when a run or stream leaves, however it leaves.
@@ -156,6 +196,13 @@ struct BusyGuard {
   std::atomic<bool>& flag;
   ~BusyGuard() { flag.store(false, std::memory_order_release); }
 };
+
+// The block hook of a runner: about to park inside an op, it moves its other ready nodes where a
+// ticket (maybe on this very worker, while we are parked) will take them.
+void hand_off_on_block(void* arg) {
+  auto* self = static_cast<Runner*>(arg);
+  if (!self->ready.empty()) self->m->share(*self, /*all=*/true);
+}
 
 }  // namespace
 
@@ -165,68 +212,80 @@ void GoMachineImpl::check_usable(const char* what) {
   }
 }
 
-// Starts the node threads not started yet. Spawning is not free (a stack each; milliseconds
-// each under TSan), so it stops when the caller's context ends: returns false then, and the next
-// run starts the rest.
-bool GoMachineImpl::start_threads(const Context& ctx) {
-  const Chan<Unit> stop = ctx.done();
-  for (; spawned < nodes.size(); ++spawned) {
-    if (stop.closed()) return false;
-    NodeState* np = &nodes[spawned];
-    exited.add(1);
-    try {
-      go("node " + std::to_string(np->data->id) + " " + np->data->name, [this, np] {
-        node_loop(np);
-        exited.done();
-      });
-    } catch (...) {
-      exited.done();
-      throw;
-    }
+void GoMachineImpl::spawn_runner(std::vector<Ready> work, bool ticket) {
+  runners.add(1);
+  if (ticket) tickets.fetch_add(1, std::memory_order_relaxed);
+  try {
+    go("gomachine", [this, ticket, work = std::move(work)]() mutable {
+      struct Exit {
+        WaitGroup& wg;
+        ~Exit() { wg.done(); }
+      } exit{runners};
+      if (ticket) tickets.fetch_sub(1, std::memory_order_relaxed);
+      Runner self{this, std::move(work)};
+      run_ready(self);
+    });
+  } catch (...) {
+    if (ticket) tickets.fetch_sub(1, std::memory_order_relaxed);
+    runners.done();
+    throw;
   }
+}
+
+// Moves the older half of self's ready nodes (all of them with `all`) to the spill, and spawns a
+// ticket unless one is on its way.
+void GoMachineImpl::share(Runner& self, bool all) {
+  const std::size_t give = all ? self.ready.size() : (self.ready.size() + 1) / 2;
+  {
+    std::lock_guard<SpinLock> lock(spill_mu);
+    spill.insert(spill.end(), self.ready.begin(),
+                 self.ready.begin() + static_cast<std::ptrdiff_t>(give));
+    spill_size.store(spill.size(), std::memory_order_relaxed);
+  }
+  self.ready.erase(self.ready.begin(), self.ready.begin() + static_cast<std::ptrdiff_t>(give));
+  if (tickets.load(std::memory_order_relaxed) == 0) spawn_runner({}, /*ticket=*/true);
+}
+
+// Takes half of the spill (at least one node) into self's empty stack; false when it is empty.
+bool GoMachineImpl::refill(Runner& self) {
+  if (spill_size.load(std::memory_order_relaxed) == 0) return false;
+  std::lock_guard<SpinLock> lock(spill_mu);
+  const std::size_t n = spill.size();
+  if (n == 0) return false;
+  const std::size_t take = (n + 1) / 2;
+  self.ready.assign(spill.end() - static_cast<std::ptrdiff_t>(take), spill.end());
+  spill.resize(n - take);
+  spill_size.store(spill.size(), std::memory_order_relaxed);
   return true;
 }
 
-void GoMachineImpl::node_loop(NodeState* n) {
-  // Batching fan-in: while the node still misses >= 2 operands of a run, it does not park as soon
-  // as its inbox is empty but yields once first (if a value arrived since its last yield), so the
-  // producers queued on this worker deposit their values without waking it one by one.
-  bool batch = false;
-  bool progressed = false;
-  // State "initial": parked here between runs. Closing the inbox ends the thread.
+void GoMachineImpl::finish_nodes(uint32_t slot, int64_t count) {
+  if (count == 0) return;
+  if (runs[slot].remaining.fetch_sub(count, std::memory_order_acq_rel) == count) done.send(slot);
+}
+
+void GoMachineImpl::run_ready(Runner& self) {
+  self.share = scheduler_worker_count() > 1;
+  set_block_hook(&hand_off_on_block, &self);
+  struct Unhook {
+    ~Unhook() { set_block_hook(nullptr, nullptr); }
+  } unhook;
   for (;;) {
-    std::optional<Msg> m;
-    if (batch) {
-      m = n->inbox.try_recv();
-      if (!m && progressed) {
-        progressed = false;
-        yield();
-        continue;
-      }
-      if (m) progressed = true;
+    if (self.ready.empty() && !refill(self)) break;
+    const Ready r = self.ready.back();
+    self.ready.pop_back();
+    if (self.share && !self.ready.empty() && spill_size.load(std::memory_order_relaxed) == 0) {
+      share(self, /*all=*/false);
     }
-    if (!m) {
-      m = n->inbox.recv();
-      if (!m) return;
-      progressed = true;
+    if (r.slot != self.done_slot) {
+      finish_nodes(self.done_slot, self.done_count);
+      self.done_slot = r.slot;
+      self.done_count = 0;
     }
-    const uint32_t slot = m->slot;
-    Pending& p = n->pending[slot];
-    RunState& r = runs[slot];
-    // State "waiting for input": merge by operand position.
-    if (p.got == 0 && r.trace) n->trace.push_back({r.seq, TraceState::kWaiting, now_ns()});
-    if (m->pos != kCancelPos) {
-      p.args[m->pos] = std::move(m->value);
-    } else {
-      p.cancelled = true;
-    }
-    if (++p.got < n->expected) {
-      batch = n->expected - p.got >= 2;
-      continue;
-    }
-    batch = false;
-    process(n, slot);
+    process(self, r.node, r.slot);
+    ++self.done_count;
   }
+  finish_nodes(self.done_slot, self.done_count);
 }
 
 void GoMachineImpl::fail(RunState& r, const NodeData& n, std::exception_ptr e) {
@@ -259,17 +318,18 @@ bool interrupted_by(const Context& ctx, const std::exception_ptr& e) {
 }
 }  // namespace
 
-void GoMachineImpl::process(NodeState* n, uint32_t slot) {
+void GoMachineImpl::process(Runner& self, NodeState* n, uint32_t slot) {
   RunState& r = runs[slot];
   Pending& p = n->pending[slot];
   const NodeData& d = *n->data;
-  // State "computing".
-  if (r.trace) n->trace.push_back({r.seq, TraceState::kComputing, now_ns()});
+  // State "waiting for input" ended with the last operand's arrival; state "computing".
+  const int64_t computing_ns = r.trace ? now_ns() : 0;
+  const bool operand_cancelled = p.cancelled.load(std::memory_order_relaxed);
   Tensor value;
   bool skipped = true;
-  if (d.op == OpKind::kInput && !p.args[0].defined() && !p.cancelled) {
+  if (d.op == OpKind::kInput && !p.args[0].defined() && !operand_cancelled) {
     skipped = false;  // an unused input with no value: nothing to compute, nothing to send
-  } else if (!p.cancelled && !r.aborted.load(std::memory_order_acquire)) {
+  } else if (!operand_cancelled && !r.aborted.load(std::memory_order_acquire)) {
     if (r.ctx_done.closed()) {  // the caller's context ended (or the run was abandoned)
       r.aborted.store(true, std::memory_order_release);
       r.cancelled.store(true, std::memory_order_relaxed);
@@ -295,25 +355,43 @@ void GoMachineImpl::process(NodeState* n, uint32_t slot) {
   }
   n->out[slot] = value;
   for (Tensor& a : p.args) a = Tensor();
-  p.got = 0;
-  p.cancelled = false;
-  // State "emitting output": publish to every subscriber (never blocks: inboxes are sized). The
-  // value is shared (a reference count per edge, no copy); the last edge takes our reference.
-  if (r.trace) n->trace.push_back({r.seq, TraceState::kEmitting, now_ns()});
+  const int64_t waiting_ns = r.trace ? p.first_ns.exchange(0, std::memory_order_relaxed) : 0;
+  p.cancelled.store(false, std::memory_order_relaxed);
+  p.got.store(0, std::memory_order_relaxed);
+  // State "emitting output": publish to every subscriber. The value is shared (a reference count
+  // per edge, no copy); the last edge takes ours. The arrival that completes a subscriber's
+  // operands makes it ours to run (release/acquire on `got` orders every producer's write to the
+  // operands before the run).
+  const int64_t emitting_ns = r.trace ? now_ns() : 0;
   const std::size_t nsubs = n->subscribers.size();
   for (std::size_t i = 0; i < nsubs; ++i) {
     const Edge& e = n->subscribers[i];
-    const uint32_t pos = skipped ? kCancelPos : e.pos;
-    if (i + 1 < nsubs) {
+    Pending& q = e.to->pending[slot];
+    if (r.trace) {
+      int64_t zero = 0;
+      q.first_ns.compare_exchange_strong(zero, now_ns(), std::memory_order_relaxed);
+    }
+    if (skipped) {
+      q.cancelled.store(true, std::memory_order_relaxed);
+    } else if (i + 1 < nsubs) {
       // NOLINTNEXTLINE(bugprone-use-after-move): the move happens only in the last iteration
-      e.to->inbox.send(Msg{pos, slot, value});
+      q.args[e.pos] = value;
     } else {
-      e.to->inbox.send(Msg{pos, slot, std::move(value)});
+      q.args[e.pos] = std::move(value);
+    }
+    if (q.got.fetch_add(1, std::memory_order_acq_rel) + 1 == e.to->expected) {
+      self.ready.push_back({e.to, slot});
     }
   }
   // State "end".
-  if (r.trace) n->trace.push_back({r.seq, TraceState::kEnd, now_ns()});
-  if (r.remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) done.send(slot);
+  if (r.trace) {
+    const int64_t end_ns = now_ns();
+    std::lock_guard<SpinLock> lock(n->trace_mu);
+    n->trace.push_back({r.seq, TraceState::kWaiting, waiting_ns != 0 ? waiting_ns : computing_ns});
+    n->trace.push_back({r.seq, TraceState::kComputing, computing_ns});
+    n->trace.push_back({r.seq, TraceState::kEmitting, emitting_ns});
+    n->trace.push_back({r.seq, TraceState::kEnd, end_ns});
+  }
 }
 
 void GoMachineImpl::begin(uint32_t slot, const Context& ctx, const std::vector<Tensor>& inputs) {
@@ -327,11 +405,23 @@ void GoMachineImpl::begin(uint32_t slot, const Context& ctx, const std::vector<T
   r.cancelled.store(false, std::memory_order_relaxed);
   r.remaining.store(size, std::memory_order_release);
   ++outstanding;
+  // The kick: every source's single operand is its value; one runner starts with all of them
+  // (spawning publishes these writes to it).
+  std::vector<Ready> work;
+  work.reserve(sources.size());
+  const int64_t kick_ns = r.trace ? now_ns() : 0;
   for (std::size_t k = 0; k < sources.size(); ++k) {
     NodeState* s = sources[k];
     const uint32_t in = source_input[k];
-    s->inbox.send(Msg{0, slot, in == kNoInput ? s->data->value : inputs[in]});
+    Pending& p = s->pending[slot];
+    p.args[0] = in == kNoInput ? s->data->value : inputs[in];
+    p.first_ns.store(kick_ns, std::memory_order_relaxed);
+    p.got.store(1, std::memory_order_relaxed);
+    work.push_back({s, slot});
   }
+  // Run the sources in id order (the runner pops from the back).
+  std::reverse(work.begin(), work.end());
+  spawn_runner(std::move(work), false);
 }
 
 std::vector<Tensor> GoMachineImpl::resolve(const Bindings& b) {
@@ -407,7 +497,7 @@ GoMachine::GoMachine(const Graph& g, GoMachineOptions options)
   }
   const auto count = static_cast<std::size_t>(m.size);
   const std::size_t window = m.window;
-  m.nodes.resize(count);
+  m.nodes = std::make_unique<detail::NodeState[]>(count);
   m.runs = std::make_unique<detail::RunState[]>(m.window);
   m.done = make_chan<uint32_t>(m.window);
   // Arena sizes: one edge per operand, window pendings/outs per node, expected x window args.
@@ -421,7 +511,7 @@ GoMachine::GoMachine(const Graph& g, GoMachineOptions options)
     nargs += std::max<std::size_t>(d.operands.size(), 1) * window;
   }
   m.edges.resize(nedges);
-  m.pendings.resize(count * window);
+  m.pendings = std::make_unique<detail::Pending[]>(count * window);
   m.args.resize(nargs);
   m.outs.resize(count * window);
   std::size_t edge_at = 0;
@@ -433,13 +523,12 @@ GoMachine::GoMachine(const Graph& g, GoMachineOptions options)
     n.expected = static_cast<uint32_t>(std::max<std::size_t>(arity, 1));
     n.subscribers = std::span<detail::Edge>(m.edges.data() + edge_at, 0);
     edge_at += nsubs[i];
-    n.pending = std::span<detail::Pending>(m.pendings.data() + i * window, window);
-    for (detail::Pending& p : n.pending) {
-      p.args = std::span<Tensor>(m.args.data() + arg_at, n.expected);
+    n.pending = m.pendings.get() + i * window;
+    for (std::size_t w = 0; w < window; ++w) {
+      n.pending[w].args = std::span<Tensor>(m.args.data() + arg_at, n.expected);
       arg_at += n.expected;
     }
     n.out = std::span<Tensor>(m.outs.data() + i * window, window);
-    n.inbox = make_chan<detail::Msg>(std::size_t{n.expected} * m.window);
     if (arity == 0) {
       m.sources.push_back(&n);
       m.source_input.push_back(m.input_index[i]);
@@ -480,10 +569,6 @@ void GoMachine::run(const Context& ctx, const Bindings& inputs) {
     m.last_slot = -1;
     std::rethrow_exception(e);
   }
-  if (!m.start_threads(ctx)) {
-    m.last_slot = -1;
-    std::rethrow_exception(ctx.err());
-  }
   const uint32_t slot = 0;
   m.begin(slot, ctx, in);
   detail::RunState& r = m.runs[slot];
@@ -523,9 +608,9 @@ std::vector<std::vector<Tensor>> GoMachine::stream(const Context& ctx,
     m.last_slot = 0;
     return results;
   }
-  if (!m.start_threads(ctx)) {
+  if (std::exception_ptr e = ctx.err()) {
     m.last_slot = -1;
-    std::rethrow_exception(ctx.err());
+    std::rethrow_exception(e);
   }
   const Chan<Unit> stop = ctx.done();
   const std::size_t n = items.size();
@@ -614,10 +699,7 @@ void GoMachine::close() {
   detail::BusyGuard guard{m.busy};
   m.drain();
   if (m.closed.exchange(true, std::memory_order_acq_rel)) return;
-  if (m.spawned > 0) {
-    for (detail::NodeState& n : m.nodes) n.inbox.close();
-    m.exited.wait();
-  }
+  m.runners.wait();  // the last runner may still be returning after reporting its run
 }
 
 bool GoMachine::closed() const noexcept { return impl_->closed.load(std::memory_order_acquire); }
@@ -629,7 +711,7 @@ void GoMachine::set_tracing(bool on) {
 
 void GoMachine::clear_trace() {
   impl_->drain();  // an abandoned run's nodes may still be recording
-  for (detail::NodeState& n : impl_->nodes) n.trace.clear();
+  for (detail::NodeState& n : impl_->node_span()) n.trace.clear();
 }
 
 std::string GoMachine::trace_json() const {
@@ -642,7 +724,7 @@ std::string GoMachine::trace_json() const {
                     {"tid", 0},
                     {"args", {{"name", "chanflow GoMachine"}}}});
   static const char* kNames[] = {"waiting for input", "computing", "emitting output", "end"};
-  for (const detail::NodeState& n : m.nodes) {
+  for (const detail::NodeState& n : m.node_span()) {
     const int64_t tid = n.data->id + 1;
     events.push_back({{"name", "thread_name"},
                       {"ph", "M"},

@@ -2,6 +2,7 @@
 #include <string>
 
 #include "chanflow/core/error.h"
+#include "chanflow/runtime/detail/block_hook.h"
 #include "chanflow/runtime/detail/wait.h"
 #include "deadlock.h"
 #include "futex.h"
@@ -56,6 +57,7 @@ Parker* current_parker() noexcept {
 uint32_t park(Parker* p, void (*unlock)(void*), void* arg) {
   Task* t = p->task;
   if (t == nullptr) return os_park(p, unlock, arg);
+  if (t->block_hook != nullptr) t->block_hook(t->block_hook_arg);
   Worker* w = t->worker;
   w->after_fn = unlock;
   w->after_arg = arg;
@@ -82,6 +84,13 @@ void throw_park_canceled(Parker* p) {
   std::string report;
   report.swap(t_deadlock_report);
   throw DeadlockError(report);
+}
+
+void set_block_hook(void (*fn)(void*), void* arg) noexcept {
+  Task* t = current_task();
+  if (t == nullptr) return;
+  t->block_hook = fn;
+  t->block_hook_arg = fn != nullptr ? arg : nullptr;
 }
 
 // Only deadlock.cc pokes parked OS threads.

@@ -13,6 +13,7 @@
 
 #include "chanflow/core/check.h"
 #include "chanflow/core/error.h"
+#include "chanflow/runtime/detail/block_hook.h"
 #include "deadlock.h"
 #include "fiber_switch.h"
 #include "futex.h"
@@ -585,6 +586,11 @@ void yield() {
 }
 
 bool in_green_thread() noexcept { return detail::current_task() != nullptr; }
+
+int detail::scheduler_worker_count() noexcept {
+  const detail::Task* t = detail::current_task();
+  return t != nullptr ? t->sched->nworkers : 0;
+}
 
 std::string current_green_thread_name() {
   detail::Task* t = detail::current_task();

@@ -32,6 +32,9 @@ struct Task {
   void* asan_fake = nullptr;
   void* tsan_fiber = nullptr;
   bool parked = false;  // parked on a chanflow primitive (reports), guarded by the park
+  // Called by park() before the task blocks (detail::set_block_hook); owner-only.
+  void (*block_hook)(void*) = nullptr;
+  void* block_hook_arg = nullptr;
 };
 
 // The task header's address in a slot whose top is `top`.

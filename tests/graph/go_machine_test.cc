@@ -7,6 +7,7 @@
 
 #include "chanflow/graph.h"
 #include "chanflow/runtime.h"
+#include "graph_test_util.h"
 
 namespace cf = chanflow;
 using cf::DType;
@@ -15,21 +16,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-class GoMachineTest : public ::testing::TestWithParam<int> {
- protected:
-  void SetUp() override {
-    sched_ = std::make_unique<cf::Scheduler>(cf::SchedulerOptions{.workers = GetParam()});
-    use_ = std::make_unique<cf::ScopedDefaultScheduler>(*sched_);
-  }
-  void TearDown() override {
-    use_.reset();
-    sched_.reset();
-  }
-
- private:
-  std::unique_ptr<cf::Scheduler> sched_;
-  std::unique_ptr<cf::ScopedDefaultScheduler> use_;
-};
+using GoMachineTest = WorkersTest;
 
 TEST_P(GoMachineTest, StreamGivesResultsInInputOrder) {
   cf::Graph g;

@@ -14,6 +14,24 @@ namespace cf = chanflow;
 
 enum class MachineKind { kGo, kTape };
 
+// Param: workers. Each test gets a fresh scheduler installed as cf::go's default.
+class WorkersTest : public ::testing::TestWithParam<int> {
+ protected:
+  void SetUp() override {
+    sched_ = std::make_unique<cf::Scheduler>(cf::SchedulerOptions{.workers = GetParam()});
+    use_ = std::make_unique<cf::ScopedDefaultScheduler>(*sched_);
+  }
+  void TearDown() override {
+    use_.reset();
+    sched_.reset();
+  }
+  cf::Scheduler& sched() { return *sched_; }
+
+ private:
+  std::unique_ptr<cf::Scheduler> sched_;
+  std::unique_ptr<cf::ScopedDefaultScheduler> use_;
+};
+
 // One interface over both machines so each case is written once.
 class AnyMachine {
  public:

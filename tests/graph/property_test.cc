@@ -9,6 +9,7 @@
 
 #include "chanflow/graph.h"
 #include "chanflow/runtime.h"
+#include "graph_test_util.h"
 
 namespace cf = chanflow;
 using cf::DType;
@@ -193,21 +194,7 @@ cf::Bindings bindings(const RandomDag& d, const std::vector<Tensor>& values) {
   return b;
 }
 
-class RandomDags : public ::testing::TestWithParam<int> {
- protected:
-  void SetUp() override {
-    sched_ = std::make_unique<cf::Scheduler>(cf::SchedulerOptions{.workers = GetParam()});
-    use_ = std::make_unique<cf::ScopedDefaultScheduler>(*sched_);
-  }
-  void TearDown() override {
-    use_.reset();
-    sched_.reset();
-  }
-
- private:
-  std::unique_ptr<cf::Scheduler> sched_;
-  std::unique_ptr<cf::ScopedDefaultScheduler> use_;
-};
+using RandomDags = WorkersTest;
 
 TEST_P(RandomDags, GoMachineEqualsTapeMachine) {
   const bool long_mode = std::getenv("CHANFLOW_STRESS_LONG") != nullptr;

@@ -1,11 +1,13 @@
-// go_machine.h — runs a Graph with one green thread per node (Gorgonia's GoMachine, finished).
+// go_machine.h — runs a Graph with its nodes as concurrent state machines (Gorgonia's GoMachine,
+// finished).
 //
-// Each node is a state machine on its own green thread: initial -> waiting for input ->
-// computing -> emitting output -> end, once per run. Values flow over channels: every node has
-// one inbox; a producer publishes its value to each subscriber's inbox tagged with the operand
-// position it fills there, and the subscriber merges what arrives by position (so 40 - 2 is 38
-// whatever order the operands arrive in, and x + x receives x twice, at positions 0 and 1). The
-// node threads are started on the first run and kept parked on their inboxes between runs.
+// Each node is the seed's state machine: initial -> waiting for input -> computing -> emitting
+// output -> end, once per run. A producer publishes its value to each subscriber, tagged with the
+// operand position it fills there, and the subscriber merges by position (so 40 - 2 is 38
+// whatever order the operands arrive in, and x + x receives x at positions 0 and 1). Unlike the
+// seed, a node waiting for input holds no green thread: the producer that completes a node's
+// operands runs it next on its own green thread, and ready nodes are shared with idle workers
+// (docs/graph.md, "Why runners"). Independent nodes run in parallel; ops may block.
 //
 //   cf::GoMachine m(g);
 //   m.run(cf::with_timeout(cf::background(), 1s));       // throws MachineError / ctx's error
@@ -50,9 +52,10 @@ struct GoMachineOptions {
 class CHANFLOW_API GoMachine {
  public:
   // Runs the nodes the graph has now (nodes added later are not part of this machine). Starts no
-  // threads yet. Never blocks.
+  // green threads (runs do). Never blocks.
   explicit GoMachine(const Graph& g, GoMachineOptions options = {});
-  // close()s (waits for the node threads to exit). Destroy the machine before its scheduler.
+  // close()s (waits for the last run's green threads to return). Destroy the machine before its
+  // scheduler.
   ~GoMachine();
   GoMachine(const GoMachine&) = delete;
   GoMachine& operator=(const GoMachine&) = delete;
@@ -76,8 +79,9 @@ class CHANFLOW_API GoMachine {
   // successful run, for a node outside the machine, or for an unbound unused input.
   Tensor result(const Node& node) const;
 
-  // Stops the node threads and waits for them to exit. Idempotent. Throws Error while a run is
-  // in progress. After close, run/stream throw Error; result keeps working.
+  // Waits for an abandoned run to drain and for the last green threads to return. Idempotent.
+  // Throws Error while a run is in progress. After close, run/stream throw Error; result keeps
+  // working.
   void close();
   bool closed() const noexcept;
 
