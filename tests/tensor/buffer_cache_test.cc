@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <condition_variable>
 #include <cstdint>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -121,4 +123,65 @@ TEST_F(BufferCache, ThreadsShareTheCacheSafely) {
   for (std::thread& th : threads) th.join();
   for (int t = 0; t < kThreads; ++t) EXPECT_EQ(bad[static_cast<size_t>(t)], 0) << "thread " << t;
   EXPECT_LE(cf::tensor_cache_stats().cached_bytes, int64_t{64} << 20);
+}
+
+TEST_F(BufferCache, EachThreadReusesItsOwnBuffersFirst) {
+  // A buffer freed on one thread goes to that thread's cache: the next allocation there gets it
+  // back (warm in that CPU's caches), another thread's allocation does not take it.
+  const void* mine = nullptr;
+  {
+    cf::Tensor a = cf::Tensor::empty({2048}, cf::DType::kFloat32);  // 8 KiB
+    mine = data_of(a);
+  }
+  const void* theirs = nullptr;
+  std::thread other([&] {
+    cf::Tensor b = cf::Tensor::empty({2048}, cf::DType::kFloat32);
+    theirs = data_of(b);
+  });
+  other.join();
+  EXPECT_NE(theirs, mine);
+  cf::Tensor again = cf::Tensor::empty({2048}, cf::DType::kFloat32);
+  EXPECT_EQ(data_of(again), mine);
+}
+
+TEST_F(BufferCache, AnExitingThreadHandsItsBuffersToTheOthers) {
+  const void* freed_there = nullptr;
+  std::thread other([&] {
+    cf::Tensor b = cf::Tensor::empty({4096}, cf::DType::kFloat32);  // 16 KiB
+    freed_there = data_of(b);
+  });
+  other.join();  // its cache went to the shared lists when it exited
+  EXPECT_EQ(cf::tensor_cache_stats().cached_bytes, 16384);
+  const cf::TensorCacheStats before = cf::tensor_cache_stats();
+  cf::Tensor here = cf::Tensor::empty({4096}, cf::DType::kFloat32);
+  EXPECT_EQ(data_of(here), freed_there);
+  EXPECT_EQ(cf::tensor_cache_stats().hits, before.hits + 1);
+}
+
+TEST_F(BufferCache, ReleaseAndLimitReachOtherThreadsCaches) {
+  // A thread keeps idle buffers in its own cache; release and a lower limit free those too.
+  std::mutex mu;
+  std::condition_variable cv;
+  bool filled = false, done = false;
+  std::thread other([&] {
+    { cf::Tensor b = cf::Tensor::empty({2048}, cf::DType::kFloat32); }  // 8 KiB, kept there
+    std::unique_lock<std::mutex> lock(mu);
+    filled = true;
+    cv.notify_all();
+    cv.wait(lock, [&] { return done; });
+  });
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return filled; });
+  }
+  EXPECT_EQ(cf::tensor_cache_stats().cached_bytes, 8192);
+  cf::release_cached_tensor_memory();
+  EXPECT_EQ(cf::tensor_cache_stats().cached_bytes, 0);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    done = true;
+  }
+  cv.notify_all();
+  other.join();
+  EXPECT_EQ(cf::tensor_cache_stats().cached_bytes, 0);
 }

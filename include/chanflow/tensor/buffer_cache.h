@@ -6,9 +6,12 @@
 // on a VM) and, with several worker threads, contends on the kernel's address-space lock. The
 // cache keeps freed buffers of 4 KiB .. 32 MiB in size classes (quarter steps between powers of
 // two: at most 25 % slack) and hands the most recently freed one (still warm in the caches) to
-// the next allocation of its class. It holds at most `limit` bytes; a buffer freed beyond that
-// goes back to malloc. Smaller buffers are left to malloc's own thread caches, larger ones are
-// mapped fresh as huge pages (see TensorStorageObj::allocate).
+// the next allocation of its class. Each thread first keeps a few freed buffers of each class for
+// itself (at most limit / 8 bytes), so with several workers a buffer is reused on the CPU whose
+// caches hold it; the rest go to lists shared by all threads. It holds at most `limit` bytes in
+// all (thread caches included); a buffer freed beyond that goes back to malloc. Smaller buffers are
+// left to malloc's own thread caches, larger ones are mapped fresh as huge pages (see
+// TensorStorageObj::allocate).
 //
 //   cf::set_tensor_cache_limit(64 << 20);        // keep at most 64 MiB of idle buffers
 //   cf::TensorCacheStats s = cf::tensor_cache_stats();   // s.hits, s.misses, s.cached_bytes
