@@ -2,6 +2,7 @@
 #include "chanflow/runtime/scheduler.h"
 
 #include <pthread.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <chrono>
@@ -64,6 +65,22 @@ int default_workers() {
   }
   unsigned hw = std::thread::hardware_concurrency();
   return hw == 0 ? 1 : static_cast<int>(hw);
+}
+
+// The CPUs workers are pinned to, in order: the process's allowed CPUs when pinning is on
+// (options, or CHANFLOW_PIN_WORKERS), else none.
+std::vector<int> pin_cpus_for(bool requested) {
+  bool on = requested;
+  if (const char* env = std::getenv("CHANFLOW_PIN_WORKERS")) on = std::atoi(env) != 0;
+  std::vector<int> cpus;
+  if (!on) return cpus;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  }
+  return cpus;
 }
 
 std::size_t default_stack_size() {
@@ -143,6 +160,7 @@ void switch_out(Task* t) noexcept {
 SchedulerImpl::SchedulerImpl(Scheduler* o, const SchedulerOptions& options)
     : owner(o),
       nworkers(options.workers > 0 ? options.workers : default_workers()),
+      pin_cpus(pin_cpus_for(options.pin_workers)),
       pool(options.stack_size > 0 ? options.stack_size : default_stack_size(), options.guard) {
   for (int i = 0; i < nworkers; ++i) {
     auto w = std::make_unique<Worker>();
@@ -176,6 +194,12 @@ void SchedulerImpl::stop() {
 
 void SchedulerImpl::worker_main(Worker* w) {
   t_worker = w;
+  if (!pin_cpus.empty()) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(pin_cpus[static_cast<std::size_t>(w->index) % pin_cpus.size()], &set);
+    (void)pthread_setaffinity_np(pthread_self(), sizeof(set), &set);  // best effort
+  }
   install_overflow_handler();
   w->tsan_fiber = san::tsan_current();
 #if defined(CHANFLOW_ASAN)

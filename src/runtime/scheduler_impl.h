@@ -69,6 +69,7 @@ struct SchedulerImpl {
 
   Scheduler* owner;
   int nworkers;
+  std::vector<int> pin_cpus;  // worker i runs on pin_cpus[i % size] (empty: not pinned)
   std::vector<std::unique_ptr<Worker>> workers;
   StackPool pool;
 

@@ -179,3 +179,49 @@ TEST(SchedulerOptions, OversizedCallableIsAnError) {
 INSTANTIATE_TEST_SUITE_P(Workers, Scheduler, CHANFLOW_WORKER_COUNTS);
 
 }  // namespace
+
+// pin_workers: each worker's OS thread is bound to one CPU of the process's mask, and two workers
+// that run at the same time are bound to different CPUs when the process may use two.
+TEST(SchedulerPinning, EachWorkerOnItsOwnCpu) {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  ASSERT_EQ(sched_getaffinity(0, sizeof(allowed), &allowed), 0);
+  const int ncpus = CPU_COUNT(&allowed);
+  cf::Scheduler sched({.workers = 2, .pin_workers = true});
+  std::atomic<int> started{0};
+  std::atomic<bool> timed_out{false};
+  int cpu_of[2] = {-1, -1};
+  int count_of[2] = {0, 0};
+  cf::WaitGroup wg;
+  for (int i = 0; i < 2; ++i) {
+    wg.add(1);
+    sched.go([&, i] {
+      // Both spin until both run: they are then on different workers.
+      started.fetch_add(1);
+      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+      while (started.load() < 2) {
+        if (std::chrono::steady_clock::now() > until) {
+          timed_out = true;
+          break;
+        }
+      }
+      cpu_set_t mine;
+      CPU_ZERO(&mine);
+      pthread_getaffinity_np(pthread_self(), sizeof(mine), &mine);
+      count_of[i] = CPU_COUNT(&mine);
+      for (int c = 0; c < CPU_SETSIZE; ++c) {
+        if (CPU_ISSET(c, &mine)) cpu_of[i] = c;
+      }
+      wg.done();
+    });
+  }
+  wg.wait();
+  ASSERT_FALSE(timed_out.load());
+  EXPECT_EQ(count_of[0], 1);
+  EXPECT_EQ(count_of[1], 1);
+  EXPECT_TRUE(CPU_ISSET(cpu_of[0], &allowed));
+  EXPECT_TRUE(CPU_ISSET(cpu_of[1], &allowed));
+  if (ncpus >= 2) {
+    EXPECT_NE(cpu_of[0], cpu_of[1]);
+  }
+}

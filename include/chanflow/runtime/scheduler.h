@@ -48,6 +48,14 @@ struct SchedulerOptions {
   // optional k/K or m/M suffix), else 256 KiB. Untouched stack pages cost no memory.
   std::size_t stack_size = 0;
   StackGuard guard = StackGuard::kAuto;
+  // Pins worker i to the i-th CPU this process may run on (its affinity mask), wrapping around
+  // when there are more workers than CPUs. Off by default (the OS places threads; right on a shared
+  // machine). On a machine the program has to itself it keeps Linux from stacking two busy
+  // workers on one CPU, which it does often when workers sleep and wake many times per millisecond
+  // (train_digits on 2 workers: 1.0-1.3x unpinned, bimodal; steady when pinned —
+  // docs/benchmarks.md). Best effort: a worker that cannot be pinned runs unpinned.
+  // The CHANFLOW_PIN_WORKERS environment variable (1/0) overrides this.
+  bool pin_workers = false;
 };
 
 namespace detail {
