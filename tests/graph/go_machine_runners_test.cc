@@ -50,8 +50,6 @@ TEST_P(RunnersTest, WaitingNodesHoldNoGreenThread) {
   EXPECT_EQ(m.result(x).item<float>(), 1.0f);
   EXPECT_GE(peak.load(), 1u);
   EXPECT_LE(peak.load(), 4u) << "green threads alive while a 50k-node chain ran";
-  m.close();
-  EXPECT_EQ(sched().live(), 0u);
 }
 
 TEST_P(RunnersTest, AnOpThatBlocksDoesNotStrandReadyNodes) {
