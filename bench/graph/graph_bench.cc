@@ -58,7 +58,7 @@ void per_node_go(benchmark::State& state, Build build) {
   WithScheduler ws(static_cast<int>(state.range(1)));
   cf::Graph g = build(n);
   cf::GoMachine m(g);
-  m.run();  // starts the node threads (kept across runs)
+  m.run();  // a first run touches the arenas and the tensor cache
   for (auto _ : state) m.run();
   state.counters["ns_per_node"] =
       benchmark::Counter(static_cast<double>(n) * static_cast<double>(state.iterations()),

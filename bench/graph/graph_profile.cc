@@ -1,7 +1,7 @@
 // graph_profile — a driver for profilers (perf record, callgrind): builds one GoMachine graph
-// shape, runs it once to start the node threads, prints "ready", then runs it `--runs` times and
-// prints the wall time per node. Setup (graph building, spawning) stays out of the timed loop, so
-// `perf record --delay` or callgrind's --toggle-collect=*GoMachine::run* see only the runs.
+// shape, runs it once (warm-up), prints "ready", then runs it `--runs` times and
+// prints the wall time per node. Setup (graph building, the first run) stays out of the timed loop,
+// so `perf record --delay` or callgrind's --toggle-collect=*GoMachine::run* see only the runs.
 //
 //   chanflow_graph_profile --shape chain --nodes 100000 --runs 100 --workers 1 [--tape]
 //                          [--trace out.json]   (shapes: chain, fanout, ensemble)

@@ -22,7 +22,7 @@ int main() {
   cf::Node sum = a + b;
   cf::Node difference = a - b;
 
-  cf::GoMachine go(g);  // one green thread per node
+  cf::GoMachine go(g);  // nodes as concurrent state machines on green threads
   go.run();
   const double go_sum = go.result(sum).item<double>();
   const double go_difference = go.result(difference).item<double>();

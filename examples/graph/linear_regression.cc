@@ -2,7 +2,8 @@
 //
 // The graph computes the mean squared error of a prediction; grad(loss, {w, b}) appends the
 // backward nodes to the same graph, and the GoMachine runs forward and backward nodes alike, one
-// green thread per node. Each step re-binds the inputs w and b and re-runs the same machine.
+// green threads (docs/graph.md). Each step re-binds the inputs w and b and re-runs the same
+// machine.
 //
 //   build/release/examples/linear_regression
 #include <cmath>

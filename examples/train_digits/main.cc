@@ -60,7 +60,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
   app.add_option("--delay", cfg.delay,
                  "gradient delay in steps: step s is computed with weights version s - delay "
-                 "(0: synchronous; 1 lets workers run one step ahead)")
+                 "(0: synchronous; 1 lets workers compute the next step while the coordinator "
+                 "applies this one)")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{0}, int64_t{64}));
   app.add_option("--hidden", cfg.model.hidden, "hidden units")
@@ -79,12 +80,16 @@ int main(int argc, char** argv) {
                  "record green-thread and GoMachine node events for this many optimiser steps")
       ->capture_default_str();
   app.add_flag("--no-trace", no_trace, "do not record or write trace.json");
+  bool no_pin = false;
+  app.add_flag("--no-pin", no_pin,
+               "let the OS place the scheduler's worker threads (default: one CPU each)");
   app.add_option("--min-accuracy", min_accuracy,
                  "exit with status 3 when the final test accuracy is below this (0..1)")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   cfg.deadline = std::chrono::milliseconds(static_cast<int64_t>(deadline_s * 1000));
   cfg.trace = !no_trace;
+  cfg.pin_workers = !no_pin;
 
   try {
     const auto t0 = std::chrono::steady_clock::now();
@@ -92,9 +97,9 @@ int main(int argc, char** argv) {
     td::Split split = td::stratified_split(digits, test_fraction, cfg.seed);
     std::cout << fmt::format(
         "train_digits: {} images ({} train / {} test), MLP 64-{}-10, {} worker(s), batch {} in {} "
-        "shards, {} epochs, seed {}\n",
+        "shards, gradient delay {}, {} epochs, seed {}\n",
         digits.rows, split.train.size(), split.test.size(), cfg.model.hidden, cfg.workers,
-        cfg.batch_size, cfg.shards_per_step, cfg.epochs, cfg.seed);
+        cfg.batch_size, cfg.shards_per_step, cfg.delay, cfg.epochs, cfg.seed);
     td::ProgressBar bar(std::cout, td::ProgressBar::stdout_is_tty());
     cfg.on_tick = [&](const td::ProgressSnapshot& s) { bar.update(s); };
     cfg.on_epoch_done = [&](const td::ProgressSnapshot& s) { bar.epoch_done(s); };

@@ -51,7 +51,7 @@ struct StepOutput {
 // A worker's graph: inputs x (rows, inputs), y (rows, classes) one-hot (all-zero rows are
 // padding: they add nothing to the loss, the gradients or the counts) and the four parameters;
 // loss_sum = -sum(log_softmax(relu(x w1 + b1) w2 + b2) * y) and its gradients by cf::grad; a
-// GoMachine runs it (one green thread per node: independent backward nodes run in parallel).
+// GoMachine runs it (independent backward nodes run in parallel on the scheduler's workers).
 class TrainStep {
  public:
   TrainStep(const ModelShape& shape, int64_t rows);

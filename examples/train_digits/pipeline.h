@@ -11,9 +11,10 @@
 //   a buffered channel, tagged with their optimiser step.
 // * K worker green threads take shards as they come (a fast worker takes more: the load
 //   balances itself), get the weights version the shard's step uses — step s uses version
-//   s - delay; delay 0 (the default) is synchronous data-parallel SGD, delay 1 lets workers
-//   start step s + 1 while the last shards of step s are still computed instead of meeting at a
-//   barrier every step — from the versioned WeightStore (waiting for it if it is not out yet),
+//   s - delay; delay 0 is synchronous data-parallel SGD; delay 1 (the default) lets workers
+//   compute step s + 1 while the coordinator sums and applies step s, instead of meeting at a
+//   barrier every step (one-step-stale gradients, as pipelined data-parallel training does) —
+//   from the versioned WeightStore (waiting for it if it is not out yet),
 //   run forward + backward on their own GoMachine and send the gradients.
 // * The coordinator selects over gradients, evaluation results, a progress ticker (cf::after)
 //   and the run's deadline (a Context). Once it has all of a step's gradients it sums them in
@@ -26,6 +27,10 @@
 // every stage (a cf::Group) and train() rethrows it.
 //
 //   TrainResult r = train(digits, split, {.workers = 2, .epochs = 30});
+//
+// Before the clock starts, every worker's GoMachine runs once on an all-padding shard (warm-up:
+// OpenBLAS's first call allocates its buffers, the tensor buffer cache fills; ~6 ms otherwise
+// charged to the first step). The warm-up changes no weights and no result bit.
 //
 // Thread-safety: train() blocks the calling OS thread until the run ends; it creates its own
 // scheduler of `workers` OS threads and must not be called from a green thread.
@@ -48,7 +53,9 @@ struct TrainConfig {
   int epochs = 40;
   int64_t batch_size = 512;     // rows per optimiser step
   int64_t shards_per_step = 4;  // a batch is cut into this many GoMachine runs (any worker's)
-  int64_t delay = 0;            // step s's gradients use weights version s - delay (0: sync)
+  int64_t delay = 1;            // step s's gradients use weights version s - delay (0: sync)
+  // Pin the scheduler's worker threads to separate CPUs (SchedulerOptions::pin_workers).
+  bool pin_workers = true;
   uint64_t seed = 1;
   ModelShape model{};
   AdamOptions adam{.lr = 5e-3};

@@ -1,5 +1,6 @@
 // graph.h — the graph layer: expression graphs with build-time shape inference, reverse-mode
-// gradients, the sequential TapeMachine and the GoMachine (one green thread per node).
+// gradients, the sequential TapeMachine and the GoMachine (nodes as concurrent state machines on
+// green threads).
 //
 //   #include <chanflow/graph.h>
 //   cf::Graph g;

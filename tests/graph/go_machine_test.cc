@@ -176,7 +176,7 @@ TEST_P(GoMachineTest, DeadlineReturnsWhileEveryWorkerIsBusy) {
   cf::Node total = ops[0];
   for (std::size_t i = 1; i < ops.size(); ++i) total = total + ops[i];
   cf::GoMachine m(g);
-  // A quick first run (x = 0: the ops do not spin) starts the node threads, so the deadline below
+  // A quick first run (x = 0: the ops do not spin) warms the machine up, so the deadline below
   // finds every node started and the run begun (under TSan starting them alone takes a while).
   m.run(cf::background(), {{x, Tensor::scalar(0.0, DType::kFloat64)}});
   m.set_tracing(true);
