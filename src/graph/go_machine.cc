@@ -17,13 +17,13 @@
 // * A runner pops the newest ready node and runs it on its own stack, so a chain runs as a loop on
 //   one warm stack (no switch, no park, no wake-up per node).
 // * Sharing (lazy binary splitting): before a runner starts an op while it holds other ready
-//   nodes, it makes sure some of them are where another worker can take them: if the machine's
-//   shared stack ("spill") is empty, it moves the older half of its own there and, unless one is
-//   already on its way, spawns a "ticket" green thread. The scheduler's work stealing carries the
-//   ticket to an idle worker, where it takes half of the spill and becomes a runner. A runner
-//   whose own stack runs dry takes half of the spill before it exits. So a chain never touches
-//   shared state, a wide graph spreads over the workers a few spills at a time, and no ready node
-//   waits behind a long op while a worker is idle. With one worker nothing is shared.
+//   nodes, it makes sure they are where another worker can take them: if the machine's shared
+//   stack ("spill") is empty, it moves them all there and, unless one is already on its way,
+//   spawns a "ticket" green thread. The scheduler's work stealing carries the ticket to an idle
+//   worker, where it takes half of the spill (and leaves a ticket for the rest) and becomes a
+//   runner. A runner whose own stack runs dry takes half of the spill before it exits. So a chain
+//   never touches shared state, a wide graph spreads over the workers a few spills at a time, and
+//   no ready node waits behind a long op while a worker is idle. With one worker nothing is shared.
 // * Blocking: an op that parks its green thread (a custom op waiting on a channel, say) moves the
 //   runner's other ready nodes to the spill first and makes sure a ticket exists
 //   (detail::set_block_hook, Go's hand-off of a P on a system call): no ready node waits behind a
@@ -163,7 +163,7 @@ struct GoMachineImpl {
 
   std::span<NodeState> node_span() const { return {nodes.get(), static_cast<std::size_t>(size)}; }
   void spawn_runner(std::vector<Ready> work, bool ticket);
-  void share(Runner& self, bool all);
+  void share(Runner& self);
   bool refill(Runner& self);
   void run_ready(Runner& self);
   void process(Runner& self, NodeState* n, uint32_t slot);
@@ -201,7 +201,7 @@ struct BusyGuard {
 // ticket (maybe on this very worker, while we are parked) will take them.
 void hand_off_on_block(void* arg) {
   auto* self = static_cast<Runner*>(arg);
-  if (!self->ready.empty()) self->m->share(*self, /*all=*/true);
+  if (!self->ready.empty()) self->m->share(*self);
 }
 
 }  // namespace
@@ -232,30 +232,38 @@ void GoMachineImpl::spawn_runner(std::vector<Ready> work, bool ticket) {
   }
 }
 
-// Moves the older half of self's ready nodes (all of them with `all`) to the spill, and spawns a
-// ticket unless one is on its way.
-void GoMachineImpl::share(Runner& self, bool all) {
-  const std::size_t give = all ? self.ready.size() : (self.ready.size() + 1) / 2;
+// Moves all of self's ready nodes to the spill (the runner keeps only the node it is about to run:
+// with more than two workers, a half kept back would wait behind that node's op while a worker is
+// idle), and spawns a ticket unless one is on its way.
+void GoMachineImpl::share(Runner& self) {
   {
     std::lock_guard<SpinLock> lock(spill_mu);
-    spill.insert(spill.end(), self.ready.begin(),
-                 self.ready.begin() + static_cast<std::ptrdiff_t>(give));
+    spill.insert(spill.end(), self.ready.begin(), self.ready.end());
     spill_size.store(spill.size(), std::memory_order_relaxed);
   }
-  self.ready.erase(self.ready.begin(), self.ready.begin() + static_cast<std::ptrdiff_t>(give));
+  self.ready.clear();
   if (tickets.load(std::memory_order_relaxed) == 0) spawn_runner({}, /*ticket=*/true);
 }
 
 // Takes half of the spill (at least one node) into self's empty stack; false when it is empty.
+// What it leaves behind gets a ticket (unless one is on its way), so every node in the spill has
+// a green thread coming for it: a third idle worker is not left waiting for a busy runner.
 bool GoMachineImpl::refill(Runner& self) {
   if (spill_size.load(std::memory_order_relaxed) == 0) return false;
-  std::lock_guard<SpinLock> lock(spill_mu);
-  const std::size_t n = spill.size();
-  if (n == 0) return false;
-  const std::size_t take = (n + 1) / 2;
-  self.ready.assign(spill.end() - static_cast<std::ptrdiff_t>(take), spill.end());
-  spill.resize(n - take);
-  spill_size.store(spill.size(), std::memory_order_relaxed);
+  std::size_t left = 0;
+  {
+    std::lock_guard<SpinLock> lock(spill_mu);
+    const std::size_t n = spill.size();
+    if (n == 0) return false;
+    const std::size_t take = (n + 1) / 2;
+    self.ready.assign(spill.end() - static_cast<std::ptrdiff_t>(take), spill.end());
+    spill.resize(n - take);
+    left = spill.size();
+    spill_size.store(left, std::memory_order_relaxed);
+  }
+  if (left > 0 && self.share && tickets.load(std::memory_order_relaxed) == 0) {
+    spawn_runner({}, /*ticket=*/true);
+  }
   return true;
 }
 
@@ -275,7 +283,7 @@ void GoMachineImpl::run_ready(Runner& self) {
     const Ready r = self.ready.back();
     self.ready.pop_back();
     if (self.share && !self.ready.empty() && spill_size.load(std::memory_order_relaxed) == 0) {
-      share(self, /*all=*/false);
+      share(self);
     }
     if (r.slot != self.done_slot) {
       finish_nodes(self.done_slot, self.done_count);

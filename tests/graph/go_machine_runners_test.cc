@@ -112,6 +112,38 @@ TEST_P(RunnersTest, IndependentNodesRunOnDifferentWorkers) {
   }
 }
 
+TEST_P(RunnersTest, EveryIdleWorkerGetsAReadySibling) {
+  if (GetParam() < 3) GTEST_SKIP() << "needs three workers";
+  // Three sibling ops that spin until all three have started: a runner that kept some of its
+  // ready siblings to itself while it spins in one of them (or a spill nobody is coming for)
+  // would leave the third waiting for the 20 s bound.
+  cf::Graph g;
+  cf::Node src = g.scalar(1.0f, "src");
+  std::atomic<int> started{0};
+  std::atomic<bool> timed_out{false};
+  auto meet = [&] {
+    const int me = started.fetch_add(1) + 1;
+    const int goal = (me + 2) / 3 * 3;  // this run's three
+    const auto until = std::chrono::steady_clock::now() + 20s;
+    while (started.load() < goal) {
+      if (std::chrono::steady_clock::now() > until) {
+        timed_out = true;
+        return;
+      }
+    }
+  };
+  cf::Node a = through(g, "a", {src}, meet);
+  cf::Node b = through(g, "b", {src}, meet);
+  cf::Node c = through(g, "c", {src}, meet);
+  cf::Node out = a + b + c;
+  cf::GoMachine m(g);
+  for (int run = 0; run < 10; ++run) {
+    m.run();
+    ASSERT_FALSE(timed_out.load()) << "the three siblings never ran at once (run " << run << ")";
+    EXPECT_EQ(m.result(out).item<float>(), 3.0f);
+  }
+}
+
 TEST_P(RunnersTest, WideLayeredGraphMatchesTape) {
   // Many small independent branches re-joined in layers: splitting, the countdown batches and
   // the fan-in merges must give TapeMachine's values, run after run.
