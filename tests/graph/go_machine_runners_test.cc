@@ -83,47 +83,17 @@ TEST_P(RunnersTest, AnOpThatBlocksDoesNotStrandReadyNodes) {
   }
 }
 
-TEST_P(RunnersTest, IndependentNodesRunOnDifferentWorkers) {
-  if (GetParam() < 2) GTEST_SKIP() << "needs two workers";
-  // Two sibling ops that spin (never park, so no hand-off helps) until both have started: only a
-  // machine that spreads ready nodes over idle workers finishes before the 20 s bound.
+// Builds n sibling ops of one source that spin (never park, so no hand-off helps) until all n of
+// the run have started, and runs the graph 10 times: only a machine that gets every ready sibling
+// to an idle worker finishes each run before the 20 s bound.
+void expect_siblings_run_at_once(int n) {
   cf::Graph g;
   cf::Node src = g.scalar(1.0f, "src");
   std::atomic<int> started{0};
   std::atomic<bool> timed_out{false};
-  auto meet = [&] {
-    started.fetch_add(1);
-    const auto until = std::chrono::steady_clock::now() + 20s;
-    while (started.load() % 2 != 0) {
-      if (std::chrono::steady_clock::now() > until) {
-        timed_out = true;
-        return;
-      }
-    }
-  };
-  cf::Node a = through(g, "a", {src}, meet);
-  cf::Node b = through(g, "b", {src}, meet);
-  cf::Node out = a + b;
-  cf::GoMachine m(g);
-  for (int run = 0; run < 10; ++run) {
-    m.run();
-    ASSERT_FALSE(timed_out.load()) << "the siblings never ran at the same time (run " << run << ")";
-    EXPECT_EQ(m.result(out).item<float>(), 2.0f);
-  }
-}
-
-TEST_P(RunnersTest, EveryIdleWorkerGetsAReadySibling) {
-  if (GetParam() < 3) GTEST_SKIP() << "needs three workers";
-  // Three sibling ops that spin until all three have started: a runner that kept some of its
-  // ready siblings to itself while it spins in one of them (or a spill nobody is coming for)
-  // would leave the third waiting for the 20 s bound.
-  cf::Graph g;
-  cf::Node src = g.scalar(1.0f, "src");
-  std::atomic<int> started{0};
-  std::atomic<bool> timed_out{false};
-  auto meet = [&] {
+  auto meet = [&, n] {
     const int me = started.fetch_add(1) + 1;
-    const int goal = (me + 2) / 3 * 3;  // this run's three
+    const int goal = (me + n - 1) / n * n;  // this run's n
     const auto until = std::chrono::steady_clock::now() + 20s;
     while (started.load() < goal) {
       if (std::chrono::steady_clock::now() > until) {
@@ -132,16 +102,27 @@ TEST_P(RunnersTest, EveryIdleWorkerGetsAReadySibling) {
       }
     }
   };
-  cf::Node a = through(g, "a", {src}, meet);
-  cf::Node b = through(g, "b", {src}, meet);
-  cf::Node c = through(g, "c", {src}, meet);
-  cf::Node out = a + b + c;
+  cf::Node out = through(g, "s0", {src}, meet);
+  for (int i = 1; i < n; ++i) out = out + through(g, "s" + std::to_string(i), {src}, meet);
   cf::GoMachine m(g);
   for (int run = 0; run < 10; ++run) {
     m.run();
-    ASSERT_FALSE(timed_out.load()) << "the three siblings never ran at once (run " << run << ")";
-    EXPECT_EQ(m.result(out).item<float>(), 3.0f);
+    ASSERT_FALSE(timed_out.load())
+        << "the " << n << " siblings never ran at once (run " << run << ")";
+    EXPECT_EQ(m.result(out).item<float>(), static_cast<float>(n));
   }
+}
+
+TEST_P(RunnersTest, IndependentNodesRunOnDifferentWorkers) {
+  if (GetParam() < 2) GTEST_SKIP() << "needs two workers";
+  expect_siblings_run_at_once(2);
+}
+
+TEST_P(RunnersTest, EveryIdleWorkerGetsAReadySibling) {
+  if (GetParam() < 3) GTEST_SKIP() << "needs three workers";
+  // A runner that kept some of its ready siblings to itself while it spins in one of them (or a
+  // spill nobody is coming for) would leave the third waiting.
+  expect_siblings_run_at_once(3);
 }
 
 TEST_P(RunnersTest, WideLayeredGraphMatchesTape) {
