@@ -73,7 +73,7 @@ __attribute__((constructor)) void record_baseline() {
 DeadlockState condition_locked() {
   if (g_os_waiter_count.load(std::memory_order_seq_cst) == 0) return DeadlockState::kNo;
   for (SchedulerImpl* s = g_scheds; s != nullptr; s = s->next_sched) {
-    if (s->active.load(std::memory_order_seq_cst) != 0) return DeadlockState::kNo;
+    if (s->active_count() != 0) return DeadlockState::kNo;
   }
   if (timers_pending() != 0) return DeadlockState::kNo;
   // Only OS threads still waiting count as asleep: one already woken (claimed) is about to run.
@@ -196,12 +196,12 @@ DeadlockState deadlock_check_and_cancel(Parker* p, std::string* report) {
      << ", and nothing can wake it.";
   int n = 0;
   for (SchedulerImpl* s = g_scheds; s != nullptr; s = s->next_sched) {
-    std::lock_guard<SpinLock> all(s->all_lock);
-    for (Task* t = s->all_head; t != nullptr; t = t->all_next) {
+    // Every green thread is parked and nothing can wake one (the condition): none can exit.
+    s->for_each_live_task([&os, &n](Task* t) {
       if (n == 0) os << " Parked green threads:";
       os << "\n  " << display_name(t) << ": " << describe_wait(&t->parker);
       ++n;
-    }
+    });
   }
   if (n == 0) os << " No green thread is alive.";
   for (Parker* q = g_os_waiters; q != nullptr; q = q->next_os) {

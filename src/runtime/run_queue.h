@@ -21,6 +21,11 @@ class RunQueue {
     return head_.load(std::memory_order_acquire) == tail_.load(std::memory_order_acquire);
   }
 
+  // Owner only: how many pushes would succeed now (thieves may only make it more).
+  uint32_t free_slots() const noexcept {
+    return kSize - (tail_.load(std::memory_order_relaxed) - head_.load(std::memory_order_acquire));
+  }
+
   // Owner only. Returns false when full (the caller then spills).
   bool push(Task* t) noexcept {
     const uint32_t h = head_.load(std::memory_order_acquire);

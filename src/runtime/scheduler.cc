@@ -230,7 +230,7 @@ void SchedulerImpl::run_task(Worker* w, Task* t) {
   enter_task(w, t);
   w->current = nullptr;
   if (!t->ctx) {
-    task_finished(t);
+    task_finished(w, t);
     return;
   }
   if (w->after_fn != nullptr) {
@@ -240,42 +240,83 @@ void SchedulerImpl::run_task(Worker* w, Task* t) {
   }
   if (w->after_is_park) {
     w->after_is_park = false;
-    // After the unlock: a waker may already have counted the task active again (net effect 0).
-    if (active.fetch_sub(1, std::memory_order_seq_cst) == 1) deadlock_poke();
+    // After the unlock: a waker may already have counted the task active again (it is then
+    // counted twice for a moment, never zero times). A worker about to sleep checks for deadlock.
+    w->counts.parked.fetch_add(1, std::memory_order_seq_cst);
   }
 }
 
-void SchedulerImpl::task_finished(Task* t) {
-  trace_record(TraceKind::kExit, t, t->worker != nullptr ? t->worker->index : -1);
+void SchedulerImpl::task_finished(Worker* w, Task* t) {
+  trace_record(TraceKind::kExit, t, w->index);
   tsan_fiber_release(t->tsan_fiber);  // after the switch back: no green thread runs on it
-  Parker* waiter = nullptr;
-  {
-    std::lock_guard<SpinLock> lock(all_lock);
-    if (t->all_prev != nullptr) {
-      t->all_prev->all_next = t->all_next;
-    } else {
-      all_head = t->all_next;
-    }
-    if (t->all_next != nullptr) t->all_next->all_prev = t->all_prev;
-    if (live.fetch_sub(1, std::memory_order_seq_cst) == 1 && drain_waiter != nullptr) {
-      if (drain_waiter->try_claim()) waiter = drain_waiter;
-      drain_waiter = nullptr;
-    }
-  }
   StackSlot slot = t->slot;
+  slot.owner->store(nullptr, std::memory_order_relaxed);
   t->~Task();
 #if defined(CHANFLOW_ASAN)
   __asan_unpoison_memory_region(slot.bottom(), pool.usable());
 #endif
-  pool.release(slot);
-  if (active.fetch_sub(1, std::memory_order_seq_cst) == 1) deadlock_poke();
+  pool.release(w->stacks, slot);
+  w->counts.finished.fetch_add(1, std::memory_order_seq_cst);
+  // Paired with drain(): see drain_waiter.
+  if (drain_waiter.load(std::memory_order_seq_cst) == nullptr) return;
+  Parker* waiter = nullptr;
+  {
+    std::lock_guard<SpinLock> lock(drain_lock);
+    Parker* d = drain_waiter.load(std::memory_order_relaxed);
+    if (d != nullptr && live_count() == 0) {
+      drain_waiter.store(nullptr, std::memory_order_relaxed);
+      if (d->try_claim()) waiter = d;
+    }
+  }
   if (waiter != nullptr) unpark(waiter);
 }
 
+int64_t SchedulerImpl::live_count() const noexcept {
+  uint64_t finished = external.finished.load(std::memory_order_seq_cst);
+  for (const auto& w : workers) finished += w->counts.finished.load(std::memory_order_seq_cst);
+  uint64_t spawned = external.spawned.load(std::memory_order_seq_cst);
+  for (const auto& w : workers) spawned += w->counts.spawned.load(std::memory_order_seq_cst);
+  return static_cast<int64_t>(spawned - finished);
+}
+
+int64_t SchedulerImpl::active_count() const noexcept {
+  // Every "off" event (a park, an exit) is preceded by its "on" event (a wake-up, the spawn), so
+  // reading all offs first never counts an off without its on.
+  uint64_t off = external.finished.load(std::memory_order_seq_cst) +
+                 external.parked.load(std::memory_order_seq_cst);
+  for (const auto& w : workers) {
+    off += w->counts.finished.load(std::memory_order_seq_cst) +
+           w->counts.parked.load(std::memory_order_seq_cst);
+  }
+  uint64_t on = external.spawned.load(std::memory_order_seq_cst) +
+                external.woken.load(std::memory_order_seq_cst);
+  for (const auto& w : workers) {
+    on += w->counts.spawned.load(std::memory_order_seq_cst) +
+          w->counts.woken.load(std::memory_order_seq_cst);
+  }
+  return static_cast<int64_t>(on - off);
+}
+
+TaskCounts& SchedulerImpl::counts_here() noexcept {
+  Worker* w = current_worker();
+  return w != nullptr && w->sched == this ? w->counts : external;
+}
+
+uint64_t SchedulerImpl::take_id() noexcept {
+  constexpr uint64_t kIdBlock = 1024;  // ids a worker takes at once from the shared counter
+  Worker* w = current_worker();
+  if (w == nullptr || w->sched != this) return next_id.fetch_add(1, std::memory_order_relaxed);
+  if (w->id_next == w->id_end) {
+    w->id_next = next_id.fetch_add(kIdBlock, std::memory_order_relaxed);
+    w->id_end = w->id_next + kIdBlock;
+  }
+  return w->id_next++;
+}
+
 void SchedulerImpl::ready(Task* t, bool is_new) {
-  active.fetch_add(1, std::memory_order_seq_cst);
   Worker* w = current_worker();
   if (w != nullptr && w->sched == this) {
+    if (!is_new) w->counts.woken.fetch_add(1, std::memory_order_seq_cst);
     // Go's trick: the woken (or new) task runs next on this worker, so a ping-pong pair
     // alternates here without queue traffic; the task it displaces goes to the queue tail.
     Task* old = w->runnext.exchange(t, std::memory_order_acq_rel);
@@ -284,6 +325,7 @@ void SchedulerImpl::ready(Task* t, bool is_new) {
     wake_idle();
     return;
   }
+  if (!is_new) external.woken.fetch_add(1, std::memory_order_seq_cst);
   // seq_cst increment before the push: whoever later sees the task finished (drain, through the
   // task's own release/acquire chain) also sees this waker registered.
   external_wakers.fetch_add(1, std::memory_order_seq_cst);
@@ -303,42 +345,22 @@ void SchedulerImpl::local_push(Worker* w, Task* t) {
 
 void SchedulerImpl::global_push(Task* t) { global_push_batch(&t, 1); }
 
-void SchedulerImpl::global_push_batch(Task** ts, uint32_t n) {
-  std::lock_guard<SpinLock> lock(gq_lock);
-  for (uint32_t i = 0; i < n; ++i) {
-    ts[i]->next = nullptr;
-    if (gq_tail != nullptr) {
-      gq_tail->next = ts[i];
-    } else {
-      gq_head = ts[i];
-    }
-    gq_tail = ts[i];
-  }
-  gq_size.fetch_add(n, std::memory_order_seq_cst);
-}
+void SchedulerImpl::global_push_batch(Task** ts, uint32_t n) { gq.push(ts, n); }
 
 Task* SchedulerImpl::global_pop(Worker* w) {
-  if (gq_size.load(std::memory_order_acquire) == 0) return nullptr;
-  std::lock_guard<SpinLock> lock(gq_lock);
-  Task* first = gq_head;
-  if (first == nullptr) return nullptr;
-  // Take a fair share into the local queue as well.
-  std::size_t n = gq_size.load(std::memory_order_relaxed) / static_cast<std::size_t>(nworkers) + 1;
-  n = std::min<std::size_t>(n, RunQueue::kSize / 2);
-  gq_head = first->next;
-  std::size_t taken = 1;
-  while (taken < n && gq_head != nullptr) {
-    Task* t = gq_head;
-    gq_head = t->next;
-    if (!w->rq.push(t)) {
-      gq_head = t;
-      break;
-    }
-    ++taken;
+  // Take a fair share into the local queue as well (as much as fits).
+  Task* batch[RunQueue::kSize / 2 + 1];
+  const std::size_t max = std::min<std::size_t>(w->rq.free_slots(), RunQueue::kSize / 2) + 1;
+  const std::size_t n = gq.pop(batch, max, [this](std::size_t queued) {
+    return queued / static_cast<std::size_t>(nworkers) + 1;
+  });
+  if (n == 0) return nullptr;
+  for (std::size_t i = 1; i < n; ++i) {
+    const bool ok = w->rq.push(batch[i]);  // fits: at most free_slots() of them
+    CHANFLOW_DCHECK(ok);
+    (void)ok;
   }
-  if (gq_head == nullptr) gq_tail = nullptr;
-  gq_size.fetch_sub(taken, std::memory_order_relaxed);
-  return first;
+  return batch[0];
 }
 
 Task* SchedulerImpl::steal(Worker* thief, Worker* victim, bool take_runnext) {
@@ -371,7 +393,7 @@ Task* SchedulerImpl::steal(Worker* thief, Worker* victim, bool take_runnext) {
 }
 
 bool SchedulerImpl::any_work() const noexcept {
-  if (gq_size.load(std::memory_order_seq_cst) != 0) return true;
+  if (gq.size_seq_cst() != 0) return true;
   for (const auto& w : workers) {
     if (!w->rq.empty() || w->runnext.load(std::memory_order_seq_cst) != nullptr) return true;
   }
@@ -465,6 +487,9 @@ Task* SchedulerImpl::find_work(Worker* w) {
       }
       continue;
     }
+    // The last worker to fall asleep after every green thread parked is the one that finds a
+    // deadlock (if OS threads wait on green threads; otherwise this returns at once).
+    deadlock_poke();
     // While idle stacks wait to be given back, wake up when their trim period ends.
     while (w->sleep_word.load(std::memory_order_acquire) == 1) {
       futex_wait(&w->sleep_word, 1, trim_wait);
@@ -485,24 +510,28 @@ void SchedulerImpl::drain() {
   CHANFLOW_CHECK(p->task == nullptr || p->task->sched != this)
       << "a Scheduler must not be destroyed by one of its own green threads";
   for (;;) {
-    all_lock.lock();
-    if (live.load(std::memory_order_seq_cst) == 0) {
-      all_lock.unlock();
+    drain_lock.lock();
+    drain_waiter.store(p, std::memory_order_seq_cst);
+    if (live_count() == 0) {
+      drain_waiter.store(nullptr, std::memory_order_relaxed);
+      drain_lock.unlock();
       return;
     }
-    drain_waiter = p;
     p->arm(WaitReason::kSchedulerDrain, this);
     const uint32_t st = park(
-        p, [](void* l) { static_cast<SpinLock*>(l)->unlock(); }, &all_lock);
+        p, [](void* l) { static_cast<SpinLock*>(l)->unlock(); }, &drain_lock);
     if (st != Parker::kCanceled) continue;
     // Every remaining green thread is parked forever: unwind them (Go drops them at exit).
-    std::vector<Parker*> victims;
-    all_lock.lock();
-    if (drain_waiter == p) drain_waiter = nullptr;
-    for (Task* t = all_head; t != nullptr; t = t->all_next) {
-      if (t->parker.try_cancel()) victims.push_back(&t->parker);
+    {
+      std::lock_guard<SpinLock> lock(drain_lock);
+      if (drain_waiter.load(std::memory_order_relaxed) == p) {
+        drain_waiter.store(nullptr, std::memory_order_relaxed);
+      }
     }
-    all_lock.unlock();
+    std::vector<Parker*> victims;
+    for_each_live_task([&victims](Task* t) {
+      if (t->parker.try_cancel()) victims.push_back(&t->parker);
+    });
     for (Parker* v : victims) unpark(v);
   }
 }
@@ -513,7 +542,8 @@ SpawnSlot spawn_begin(SchedulerImpl* s, std::string&& name, std::size_t fn_size,
     CHANFLOW_THROW(Error) << "go: the callable (" << fn_size << " bytes) does not fit a green "
                           << "thread's stack of " << s->pool.usable() << " bytes";
   }
-  StackSlot slot = s->pool.acquire();
+  Worker* w = current_worker();
+  StackSlot slot = w != nullptr && w->sched == s ? s->pool.acquire(w->stacks) : s->pool.acquire();
   char* top = slot.base + s->pool.slot_size(slot);
   Task* t = ::new (task_at(top)) Task();
   t->slot = slot;
@@ -532,7 +562,12 @@ void spawn_abort(Task* t) noexcept {
   StackSlot slot = t->slot;
   tsan_fiber_release(t->tsan_fiber);
   t->~Task();
-  s->pool.release(slot);
+  Worker* w = current_worker();
+  if (w != nullptr && w->sched == s) {
+    s->pool.release(w->stacks, slot);
+  } else {
+    s->pool.release(slot);
+  }
 }
 
 void spawn_commit(Task* t, void (*run)(void*), void (*destroy)(void*)) noexcept {
@@ -540,14 +575,10 @@ void spawn_commit(Task* t, void (*run)(void*), void (*destroy)(void*)) noexcept 
   t->run = run;
   t->destroy = destroy;
   t->ctx = make_task_fiber(t, static_cast<char*>(t->fn));
-  {
-    std::lock_guard<SpinLock> lock(s->all_lock);
-    t->id = s->next_id++;
-    t->all_next = s->all_head;
-    if (s->all_head != nullptr) s->all_head->all_prev = t;
-    s->all_head = t;
-    s->live.fetch_add(1, std::memory_order_seq_cst);
-  }
+  t->id = s->take_id();
+  t->slot.owner->store(t, std::memory_order_release);  // listed: reports and teardown find it
+  // Counted before it can run (and so finish): live_count never goes below the truth.
+  s->counts_here().spawned.fetch_add(1, std::memory_order_seq_cst);
 #if defined(CHANFLOW_TSAN)
   // The fiber may have served another green thread before: always rename it.
   san::tsan_set_name(t->tsan_fiber, display_name(t).c_str());
@@ -584,7 +615,7 @@ Scheduler::~Scheduler() {
 int Scheduler::workers() const noexcept { return impl_->nworkers; }
 std::size_t Scheduler::stack_size() const noexcept { return impl_->pool.usable(); }
 std::size_t Scheduler::live() const noexcept {
-  return static_cast<std::size_t>(impl_->live.load(std::memory_order_relaxed));
+  return static_cast<std::size_t>(impl_->live_count());
 }
 
 ScopedDefaultScheduler::ScopedDefaultScheduler(Scheduler& s)

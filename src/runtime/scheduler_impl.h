@@ -9,11 +9,24 @@
 
 #include "chanflow/runtime/detail/spinlock.h"
 #include "chanflow/runtime/scheduler.h"
+#include "global_queue.h"
 #include "run_queue.h"
 #include "stack_pool.h"
 #include "task.h"
 
 namespace chanflow::detail {
+
+// A share of the scheduler-wide accounting. Each worker owns one (only its OS thread writes it);
+// threads outside the scheduler share `SchedulerImpl::external`. The counters only grow: a total
+// such as "live green threads" is a sum over all shards (SchedulerImpl::live_count), so spawning,
+// parking, waking and exiting touch only the calling worker's cache lines — a single shared
+// counter cost a cross-CPU cache-line transfer on each of those with 2+ workers.
+struct alignas(64) TaskCounts {
+  std::atomic<uint64_t> spawned{0};
+  std::atomic<uint64_t> finished{0};
+  std::atomic<uint64_t> woken{0};   // made runnable again after a park
+  std::atomic<uint64_t> parked{0};  // switched out to wait
+};
 
 struct Worker {
   SchedulerImpl* sched = nullptr;
@@ -39,6 +52,11 @@ struct Worker {
   void* tsan_fiber = nullptr;
   const void* stack_bottom = nullptr;
   std::size_t stack_size = 0;
+  // Task ids handed out here next: [id_next, id_end), taken from SchedulerImpl::next_id in blocks.
+  uint64_t id_next = 0;
+  uint64_t id_end = 0;
+  StackPool::Cache stacks;
+  TaskCounts counts;
 };
 
 struct SchedulerImpl {
@@ -57,7 +75,7 @@ struct SchedulerImpl {
   Task* find_work(Worker* w);
   bool any_work() const noexcept;
   void run_task(Worker* w, Task* t);
-  void task_finished(Task* t);
+  void task_finished(Worker* w, Task* t);
   void local_push(Worker* w, Task* t);
   void wake_idle();
   void reset_spinning(Worker* w);
@@ -73,10 +91,7 @@ struct SchedulerImpl {
   std::vector<std::unique_ptr<Worker>> workers;
   StackPool pool;
 
-  SpinLock gq_lock;
-  Task* gq_head = nullptr;
-  Task* gq_tail = nullptr;
-  alignas(64) std::atomic<std::size_t> gq_size{0};
+  GlobalQueue gq;
 
   alignas(64) std::atomic<int> nspinning{0};
   std::atomic<int> nidle{0};
@@ -87,15 +102,31 @@ struct SchedulerImpl {
   // returns, so ~Scheduler waits for this to reach 0 before freeing the workers wake_idle reads.
   alignas(64) std::atomic<int> external_wakers{0};
 
-  // Green threads runnable or running (not parked). 0 with live > 0: all parked.
-  alignas(64) std::atomic<int64_t> active{0};
-  std::atomic<int64_t> live{0};
+  // Accounting for threads that are not this scheduler's workers.
+  TaskCounts external;
+  alignas(64) std::atomic<uint64_t> next_id{1};
 
-  // Live tasks (deadlock reports, teardown), guarded by all_lock.
-  alignas(64) SpinLock all_lock;
-  Task* all_head = nullptr;
-  uint64_t next_id = 1;
-  Parker* drain_waiter = nullptr;
+  // Green threads spawned and not finished. A consistent total: it reads every shard's `finished`
+  // before any `spawned`, so a 0 means that at one instant no green thread was alive (never an
+  // undercount). Thread-safe.
+  int64_t live_count() const noexcept;
+  // Green threads runnable or running (not parked); 0 with live > 0: all parked. Same reading.
+  int64_t active_count() const noexcept;
+  // The calling thread's shard (its worker's, or `external`).
+  TaskCounts& counts_here() noexcept;
+  uint64_t take_id() noexcept;
+  // Calls fn(Task*) for every live green thread (the stack pool's owner table). Only where no
+  // green thread can start or exit meanwhile: every one is parked (deadlock reports, teardown).
+  template <typename F>
+  void for_each_live_task(F&& fn) {
+    pool.for_each_owner([&fn](void* t) { fn(static_cast<Task*>(t)); });
+  }
+
+  // ~Scheduler's wait for the last green thread: drain() publishes its parker here (seq_cst) and
+  // then reads live_count(); a finishing task bumps its `finished` (seq_cst) and then reads this.
+  // One of the two sees the other, so the last exit is never missed.
+  alignas(64) SpinLock drain_lock;
+  std::atomic<Parker*> drain_waiter{nullptr};
 
   SchedulerImpl* next_sched = nullptr;  // deadlock registry
   SchedulerImpl* prev_sched = nullptr;

@@ -87,6 +87,18 @@ void give_guard_budget(long n) { g_guard_budget.fetch_add(n, std::memory_order_r
 constexpr std::size_t kGuardedPerChunk = 16;
 constexpr std::size_t kCompactPerChunk = 256;
 
+// Linux 6.13+ "guard regions": madvise(MADV_GUARD_INSTALL) turns pages of an existing mapping into
+// guard pages (any access raises SIGSEGV) by marking page-table entries. Unlike mprotect it does
+// not split the mapping, so guard pages cost no vm.max_map_count budget and every stack can have
+// one: no canary, no compact stacks. Older kernels answer EINVAL and the pool falls back to
+// mprotect guards within the budget, then canaries.
+#ifndef MADV_GUARD_INSTALL
+#define MADV_GUARD_INSTALL 102
+#endif
+
+// 1: the kernel has guard markers, 0: it has not, -1: not probed yet.
+std::atomic<int> g_guard_markers{-1};
+
 }  // namespace
 
 StackPool::StackPool(std::size_t usable, StackGuard mode)
@@ -105,7 +117,49 @@ StackPool::~StackPool() {
   give_guard_budget(guarded);
 }
 
+bool StackPool::grow_marked() {
+  if (g_guard_markers.load(std::memory_order_relaxed) == 0) return false;
+  const std::size_t n = kCompactPerChunk;
+  const std::size_t slot = usable_ + page_;
+  const std::size_t bytes = n * slot;
+  void* mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+  if (mem == MAP_FAILED) {
+    CHANFLOW_THROW(Error) << "green thread stacks: mmap of " << bytes
+                          << " bytes failed: " << std::strerror(errno);
+  }
+  char* base = static_cast<char*>(mem);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (madvise(base + i * slot, page_, MADV_GUARD_INSTALL) == 0) continue;
+    const int err = errno;
+    munmap(base, bytes);
+    if (i == 0 && (err == EINVAL || err == ENOSYS)) {  // an older kernel: use the fallback
+      g_guard_markers.store(0, std::memory_order_relaxed);
+      return false;
+    }
+    CHANFLOW_THROW(Error) << "green thread stacks: installing a guard page failed: "
+                          << std::strerror(err);
+  }
+  g_guard_markers.store(1, std::memory_order_relaxed);
+  add_chunk(base, n, slot, page_, false);
+  return true;
+}
+
+void StackPool::add_chunk(char* base, std::size_t n, std::size_t slot, std::size_t guard,
+                          bool guarded) {
+  const std::size_t bytes = n * slot;
+  auto owners = std::make_unique<std::atomic<void*>[]>(n);
+  for (std::size_t i = 0; i < n; ++i) owners[i].store(nullptr, std::memory_order_relaxed);
+  const int index = register_chunk(base, bytes, slot, guard);
+  std::atomic<void*>* table = owners.get();
+  chunks_.push_back(Chunk{base, bytes, index, guarded, n, std::move(owners)});
+  // The highest slot is handed out first: an overflow of a compact stack then runs into the
+  // (free) slot below it, where the canary check catches it, rather than off the chunk.
+  for (std::size_t i = 0; i < n; ++i) free_.push_back(StackSlot{base + i * slot, guard, &table[i]});
+}
+
 void StackPool::grow() {
+  if (mode_ != StackGuard::kCompact && grow_marked()) return;
   const bool want_guard = mode_ != StackGuard::kCompact;
   const bool guard = want_guard && take_guard_budget(static_cast<long>(kGuardedPerChunk));
   if (want_guard && !guard && mode_ == StackGuard::kAlways) {
@@ -134,38 +188,76 @@ void StackPool::grow() {
       }
     }
   }
-  int index = register_chunk(base, bytes, slot, guard ? page_ : 0);
-  chunks_.push_back(Chunk{base, bytes, index, guard});
-  // The highest slot is handed out first: an overflow of a compact stack then runs into the
-  // (free) slot below it, where the canary check catches it, rather than off the chunk.
-  for (std::size_t i = 0; i < n; ++i) {
-    free_.push_back(StackSlot{base + i * slot, guard ? page_ : 0});
-  }
+  add_chunk(base, n, slot, guard ? page_ : 0, guard);
 }
 
+std::size_t StackPool::take_locked(StackSlot* out, std::size_t n, std::size_t* fresh) {
+  std::size_t got = 0;
+  while (got < n && !warm_.empty()) {
+    out[got++] = warm_.back();
+    warm_.pop_back();
+  }
+  low_water_ = std::min(low_water_, warm_.size());
+  warm_count_.store(warm_.size(), std::memory_order_relaxed);
+  *fresh = 0;
+  while (got < n) {
+    if (free_.empty()) {
+      if (got > 0) break;  // enough to go on; do not map a chunk for a partial refill
+      grow();
+    }
+    out[got++] = free_.back();
+    free_.pop_back();
+    ++*fresh;
+  }
+  return got;
+}
+
+// A warm stack's canary is intact: its last green thread checked it on exit (an overflow ends the
+// process), so only a fresh or trimmed (zeroed) stack needs it written. Not rewriting it keeps
+// the spawn path off the stack's bottom page.
 StackSlot StackPool::acquire() {
   StackSlot s;
+  std::size_t fresh = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!warm_.empty()) {
-      s = warm_.back();
-      warm_.pop_back();
-      low_water_ = std::min(low_water_, warm_.size());
-    } else {
-      if (free_.empty()) grow();
-      s = free_.back();
-      free_.pop_back();
-    }
-    warm_count_.store(warm_.size(), std::memory_order_relaxed);
+    take_locked(&s, 1, &fresh);
   }
-  if (s.guard == 0) write_canary(s.base);
+  if (fresh != 0 && s.guard == 0) write_canary(s.base);
   return s;
+}
+
+StackSlot StackPool::acquire(Cache& cache) {
+  if (cache.count == 0) {
+    std::size_t fresh = 0;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      cache.count = take_locked(cache.slots, Cache::kCacheBatch, &fresh);
+    }
+    for (std::size_t i = cache.count - fresh; i < cache.count; ++i) {
+      if (cache.slots[i].guard == 0) write_canary(cache.slots[i].base);
+    }
+  }
+  return cache.slots[--cache.count];
 }
 
 void StackPool::release(StackSlot slot) noexcept {
   std::lock_guard<std::mutex> lock(mu_);
   warm_.push_back(slot);
   warm_count_.store(warm_.size(), std::memory_order_relaxed);
+}
+
+void StackPool::release(Cache& cache, StackSlot slot) noexcept {
+  if (cache.count == Cache::kCacheSize) {
+    // The oldest half goes back; the most recently used (hottest) stay.
+    std::lock_guard<std::mutex> lock(mu_);
+    for (std::size_t i = 0; i < Cache::kCacheBatch; ++i) warm_.push_back(cache.slots[i]);
+    warm_count_.store(warm_.size(), std::memory_order_relaxed);
+    for (std::size_t i = Cache::kCacheBatch; i < Cache::kCacheSize; ++i) {
+      cache.slots[i - Cache::kCacheBatch] = cache.slots[i];
+    }
+    cache.count = Cache::kCacheSize - Cache::kCacheBatch;
+  }
+  cache.slots[cache.count++] = slot;
 }
 
 int64_t StackPool::trim(int64_t now_ns) noexcept {

@@ -2,15 +2,17 @@
 //
 // A first-touch page fault costs microseconds, so stacks are never unmapped while the scheduler
 // lives: a released stack goes back on a LIFO free list and the next spawn reuses it with its pages
-// already resident. Guarded stacks have a PROT_NONE page below them; each costs two kernel mappings
-// (vm.max_map_count is 65530 by default), so guard pages are handed out from a process-wide budget
-// and, in StackGuard::kAuto, later stacks are compact: back to back in one mapping, protected by a
-// canary word instead (see docs/runtime.md).
+// already resident. On Linux 6.13+ every stack gets a guard page marked with
+// madvise(MADV_GUARD_INSTALL), which does not split the mapping. On older kernels a guard page is
+// an mprotect'ed page costing two kernel mappings (vm.max_map_count is 65530 by default), so they
+// are handed out from a process-wide budget and, in StackGuard::kAuto, later stacks are compact:
+// back to back in one mapping, protected by a canary word instead (see docs/runtime.md).
 #pragma once
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -21,6 +23,8 @@ namespace chanflow::detail {
 struct StackSlot {
   char* base = nullptr;   // lowest address of the slot (the guard page, if any)
   std::size_t guard = 0;  // guard bytes at base (0: compact, canary at base)
+  // The slot's entry in its chunk's owner table (see StackPool::for_each_owner).
+  std::atomic<void*>* owner = nullptr;
   char* bottom() const noexcept { return base + guard; }
 };
 
@@ -38,11 +42,26 @@ class StackPool {
   StackPool(const StackPool&) = delete;
   StackPool& operator=(const StackPool&) = delete;
 
+  // A worker's private front of the pool (Go's per-P stack cache): spawn and exit on one worker
+  // take and return stacks here without the pool's lock; it refills and flushes in batches of
+  // kCacheBatch. Used only by its owner thread. Its stacks stay warm and are not trimmed (at most
+  // kCacheSize per worker).
+  struct Cache {
+    static constexpr std::size_t kCacheSize = 32;
+    static constexpr std::size_t kCacheBatch = kCacheSize / 2;
+    StackSlot slots[kCacheSize];
+    std::size_t count = 0;
+  };
+
   // A stack; its usable bytes are [bottom(), base + slot_size()). Throws Error when memory or the
   // guard budget (kAlways) runs out. Thread-safe.
   StackSlot acquire();
+  // Same, from the owner's cache (refilled from the pool when empty). Owner thread only.
+  StackSlot acquire(Cache& cache);
   // Returns a stack to the pool (kept warm: its pages stay resident). Thread-safe.
   void release(StackSlot slot) noexcept;
+  // Same, to the owner's cache (half of it is flushed to the pool when full). Owner thread only.
+  void release(Cache& cache, StackSlot slot) noexcept;
   // Gives back to the kernel the pages of warm stacks that no spawn used during the last trim
   // period (kTrimPeriodNs), keeping the kKeepWarm most recently used ones. A burst of green
   // threads that repeats within the period (a server's requests, a benchmark's repetitions) keeps
@@ -50,6 +69,20 @@ class StackPool {
   // periods. Returns the nanoseconds until a later call could free more (0: nothing pending), so
   // an idle worker can sleep that long and call again. Thread-safe; called by idle workers.
   int64_t trim(int64_t now_ns) noexcept;
+
+  // Calls fn(owner) for every non-null owner entry: each slot has one, which its user sets while
+  // the slot holds something that must be found later (the scheduler: a live green thread, so
+  // reports and teardown can list them without a list threaded through the tasks — Go's allgs).
+  // Holds the pool's lock; the caller must know the owners cannot go away meanwhile.
+  template <typename F>
+  void for_each_owner(F&& fn) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const Chunk& c : chunks_) {
+      for (std::size_t i = 0; i < c.slots; ++i) {
+        if (void* o = c.owners[i].load(std::memory_order_acquire)) fn(o);
+      }
+    }
+  }
 
   static constexpr int64_t kTrimPeriodNs = 1'000'000'000;
   static constexpr std::size_t kKeepWarm = 4096;
@@ -62,6 +95,11 @@ class StackPool {
 
  private:
   void grow();  // maps one more chunk; called with mu_ held
+  // grow() with guard markers (Linux 6.13+); false if the kernel has none. mu_ held.
+  bool grow_marked();
+  // Moves up to n stacks to out (warm first, then fresh ones), mu_ held. Returns how many, and
+  // how many of them (the last ones) are fresh: their canary is not written yet.
+  std::size_t take_locked(StackSlot* out, std::size_t n, std::size_t* fresh);
 
   std::size_t usable_;
   std::size_t page_;
@@ -77,8 +115,12 @@ class StackPool {
     char* base;
     std::size_t bytes;
     int registry_index;
-    bool guarded;
+    bool guarded;  // took kGuardedPerChunk from the mprotect guard budget
+    std::size_t slots;
+    std::unique_ptr<std::atomic<void*>[]> owners;  // one per slot, null while unused
   };
+  // Registers a chunk of n slots of `slot` bytes at base and queues its slots as free. mu_ held.
+  void add_chunk(char* base, std::size_t n, std::size_t slot, std::size_t guard, bool guarded);
   std::vector<Chunk> chunks_;
 };
 

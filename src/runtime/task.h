@@ -20,9 +20,6 @@ struct Task {
   boost::context::fiber sink;  // while it runs: the worker to switch back to
   SchedulerImpl* sched = nullptr;
   Worker* worker = nullptr;  // the worker running it; valid only while it runs
-  Task* next = nullptr;      // global run queue link
-  Task* all_prev = nullptr;  // the scheduler's list of live tasks (reports, teardown)
-  Task* all_next = nullptr;
   void (*run)(void*) = nullptr;
   void (*destroy)(void*) = nullptr;
   void* fn = nullptr;  // the user's callable, stored on this stack

@@ -43,9 +43,7 @@ inline std::size_t parked_senders(cf::detail::ChanBase* c) {
   return n;
 }
 // White-box: every green thread of s is parked (or none is alive).
-inline bool all_parked(const cf::Scheduler& s) {
-  return s.impl()->active.load(std::memory_order_seq_cst) == 0;
-}
+inline bool all_parked(const cf::Scheduler& s) { return s.impl()->active_count() == 0; }
 // Waits (yielding, not sleeping) until `pred` holds: the state is produced by other threads.
 template <class P>
 void wait_until(P pred) {

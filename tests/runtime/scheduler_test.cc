@@ -37,6 +37,40 @@ TEST_P(Scheduler, GreenThreadsSpawnOnTheirOwnScheduler) {
   EXPECT_FALSE(cf::in_green_thread());
 }
 
+// live() sums per-worker counters that spawns and exits bump on whichever worker (or OS thread)
+// they happen; the sum must never undercount. Every child sees at least itself and its parked
+// parent, while spawns come from an OS thread and from green threads on every worker.
+TEST_P(Scheduler, LiveCountNeverUndercounts) {
+  constexpr int kParents = 16;
+  constexpr int kChildren = 300;
+  std::atomic<int> undercounts{0};
+  cf::WaitGroup parents;
+  parents.add(kParents);
+  cf::Scheduler& s = sched();
+  std::thread spawner([&] {
+    for (int p = 0; p < kParents; ++p) {
+      s.go([&] {
+        cf::WaitGroup children;
+        children.add(kChildren);
+        for (int c = 0; c < kChildren; ++c) {
+          cf::go([&s, &undercounts, &children, c] {
+            if (s.live() < 2) undercounts++;
+            if (c % 3 == 0) cf::yield();
+            children.done();
+          });
+        }
+        children.wait();
+        parents.done();
+      });
+    }
+  });
+  spawner.join();
+  parents.wait();
+  EXPECT_EQ(undercounts.load(), 0);
+  // Every green thread has exited or is about to: live() reaches 0 and stays there.
+  wait_until([&] { return s.live() == 0; });
+}
+
 TEST_P(Scheduler, NamesAreVisible) {
   auto ch = cf::make_chan<std::string>();
   cf::go("worker-7", [ch] { ch.send(cf::current_green_thread_name()); });

@@ -140,3 +140,90 @@ TEST(StackPoolTrim, OnlyStacksIdleForAWholePeriodBeyondTheWarmSetAreReturned) {
   for (const StackSlot& s : again) pool.release(s);
   EXPECT_EQ(pool.warm_count(), n);
 }
+
+namespace {
+// Whether this kernel has madvise guard markers (Linux 6.13+), probed like the pool does.
+bool kernel_has_guard_markers() {
+  const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  void* m = mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) return false;
+  const bool ok = madvise(m, page, 102 /* MADV_GUARD_INSTALL */) == 0;
+  munmap(m, 2 * page);
+  return ok;
+}
+}  // namespace
+
+// With guard markers every stack is guarded, far beyond the mprotect budget (about 12k stacks):
+// kAlways does not run out, and no stack is compact.
+TEST(StackPoolGuards, EveryStackGuardedBeyondTheMappingBudget) {
+  if (!kernel_has_guard_markers()) GTEST_SKIP() << "kernel without MADV_GUARD_INSTALL (< 6.13)";
+  using cf::detail::StackPool;
+  using cf::detail::StackSlot;
+  StackPool pool(16 * 1024, cf::StackGuard::kAlways);
+  std::vector<StackSlot> slots;
+  for (int i = 0; i < 40'000; ++i) slots.push_back(pool.acquire());  // would throw past the budget
+  const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  for (const StackSlot& s : slots) ASSERT_EQ(s.guard, page);
+  for (const StackSlot& s : slots) pool.release(s);
+}
+
+// The 20,001st green thread (past the mprotect budget, where kAuto used to hand out compact
+// stacks) overflows into a guard page: reported at once, by name, not by a late canary check.
+TEST(StackDeathTest, OverflowPastTheMappingBudgetStillHitsAGuardPage) {
+  if (!kernel_has_guard_markers()) GTEST_SKIP() << "kernel without MADV_GUARD_INSTALL (< 6.13)";
+#if defined(CHANFLOW_TSAN)
+  GTEST_SKIP() << "20,000 live green threads exceed TSan's 8128 fibers (docs/runtime.md); the "
+                  "pool-level test above covers the guards";
+#endif
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        cf::Scheduler s({.workers = 1, .stack_size = 64 * 1024});
+        auto gate = cf::make_chan<int>();
+        cf::WaitGroup started;
+        started.add(20'000);
+        for (int i = 0; i < 20'000; ++i) {
+          s.go([gate, &started] {
+            started.done();
+            gate.recv();
+          });
+        }
+        started.wait();
+        s.go("deep-past-budget", [] { deep(0); });
+        gate.recv();
+      },
+      "stack overflow in green thread 'deep-past-budget': it ran past its stack");
+}
+
+// A worker's stack cache: spawns and exits on one worker reuse its last stacks without the pool;
+// a full cache gives half back, an empty one takes a batch.
+TEST(StackPoolCache, RefillsAndFlushesInBatches) {
+  using cf::detail::StackPool;
+  using cf::detail::StackSlot;
+  StackPool pool(16 * 1024, cf::StackGuard::kCompact);
+  StackPool::Cache cache;
+  std::vector<StackSlot> slots;
+  for (std::size_t i = 0; i < 3 * StackPool::Cache::kCacheSize; ++i)
+    slots.push_back(pool.acquire());
+  for (const StackSlot& s : slots) pool.release(s);
+  const std::size_t warm = pool.warm_count();
+  ASSERT_EQ(warm, slots.size());
+
+  const StackSlot a = pool.acquire(cache);  // empty cache: one batch leaves the pool
+  EXPECT_EQ(pool.warm_count(), warm - StackPool::Cache::kCacheBatch);
+  EXPECT_EQ(cache.count, StackPool::Cache::kCacheBatch - 1);
+  pool.release(cache, a);
+  EXPECT_EQ(pool.acquire(cache).base, a.base);  // LIFO: the hottest stack comes back first
+  pool.release(cache, a);
+
+  std::vector<StackSlot> held;
+  for (std::size_t i = 0; i < StackPool::Cache::kCacheSize; ++i) held.push_back(pool.acquire());
+  std::size_t next = 0;
+  while (cache.count < StackPool::Cache::kCacheSize) pool.release(cache, held[next++]);
+  ASSERT_LT(next, held.size());
+  const std::size_t before = pool.warm_count();
+  pool.release(cache, held[next]);  // full: the older half goes back to the pool
+  EXPECT_EQ(pool.warm_count(), before + StackPool::Cache::kCacheBatch);
+  EXPECT_EQ(cache.count, StackPool::Cache::kCacheSize - StackPool::Cache::kCacheBatch + 1);
+  EXPECT_EQ(cache.slots[cache.count - 1].base, held[next].base);
+}

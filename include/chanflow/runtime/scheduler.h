@@ -31,10 +31,12 @@ class Scheduler;
 
 // How green-thread stacks are protected against overflow.
 enum class StackGuard : uint8_t {
-  // A PROT_NONE guard page below every stack while the process-wide mapping budget allows (each
-  // guarded stack costs two kernel mappings out of vm.max_map_count); beyond it, compact stacks.
+  // A guard page below every stack. On Linux 6.13+ (madvise guard markers) that holds for any
+  // number of stacks; on older kernels while the process-wide mapping budget allows (each
+  // guarded stack costs two kernel mappings out of vm.max_map_count), and compact stacks beyond.
   kAuto,
-  // Always a guard page; spawning fails with Error when the mapping budget is exhausted.
+  // Always a guard page; on kernels before 6.13 spawning fails with Error when the mapping
+  // budget is exhausted.
   kAlways,
   // Compact: stacks carved back to back from big mappings, no guard page. An overflow is caught
   // late, by a canary word checked at every switch (see docs/runtime.md).
