@@ -38,6 +38,13 @@ inline void full_fence() noexcept { g_fence_word.fetch_add(0, std::memory_order_
 inline void full_fence() noexcept { std::atomic_thread_fence(std::memory_order_seq_cst); }
 #endif
 
+// Increments a counter only its owner thread writes: a plain release store, not a locked RMW (a
+// full barrier: two per park/wake pair showed up as a quarter of 1-worker ping-pong). Readers
+// fence first (active_count).
+inline void bump(std::atomic<uint64_t>& c) noexcept {
+  c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+}
+
 // How long a thief leaves a busy worker's runnext alone (Go: 3 µs).
 constexpr int64_t kRunnextGraceNs = 3000;
 
@@ -242,7 +249,7 @@ void SchedulerImpl::run_task(Worker* w, Task* t) {
     w->after_is_park = false;
     // After the unlock: a waker may already have counted the task active again (it is then
     // counted twice for a moment, never zero times). A worker about to sleep checks for deadlock.
-    w->counts.parked.fetch_add(1, std::memory_order_seq_cst);
+    bump(w->counts.parked);
   }
 }
 
@@ -281,7 +288,11 @@ int64_t SchedulerImpl::live_count() const noexcept {
 
 int64_t SchedulerImpl::active_count() const noexcept {
   // Every "off" event (a park, an exit) is preceded by its "on" event (a wake-up, the spawn), so
-  // reading all offs first never counts an off without its on.
+  // reading all offs first never counts an off without its on. `parked` and `woken` are bumped
+  // with plain release stores (see bump); this fence pairs with the one every worker executes
+  // between its last bump and falling asleep, so the last worker to fall asleep (the one whose
+  // check can find a deadlock) sees every worker's counts.
+  full_fence();
   uint64_t off = external.finished.load(std::memory_order_seq_cst) +
                  external.parked.load(std::memory_order_seq_cst);
   for (const auto& w : workers) {
@@ -316,12 +327,19 @@ uint64_t SchedulerImpl::take_id() noexcept {
 void SchedulerImpl::ready(Task* t, bool is_new) {
   Worker* w = current_worker();
   if (w != nullptr && w->sched == this) {
-    if (!is_new) w->counts.woken.fetch_add(1, std::memory_order_seq_cst);
+    if (!is_new) bump(w->counts.woken);
     // Go's trick: the woken (or new) task runs next on this worker, so a ping-pong pair
     // alternates here without queue traffic; the task it displaces goes to the queue tail.
+    if (nworkers == 1) {
+      // No thief can touch runnext, and the only worker is this one, awake: no atomic
+      // exchange, no wake-up (each was a full barrier on the ping-pong path).
+      Task* old = w->runnext.load(std::memory_order_relaxed);
+      w->runnext.store(t, std::memory_order_relaxed);
+      if (old != nullptr) local_push(w, old);
+      return;
+    }
     Task* old = w->runnext.exchange(t, std::memory_order_acq_rel);
     if (old != nullptr) local_push(w, old);
-    (void)is_new;
     wake_idle();
     return;
   }
@@ -429,7 +447,12 @@ Task* SchedulerImpl::find_work(Worker* w) {
     Task* t = nullptr;
     if ((++w->tick % 61) == 0) t = global_pop(w);  // fairness for the global queue
     if (t == nullptr && w->runnext.load(std::memory_order_relaxed) != nullptr) {
-      t = w->runnext.exchange(nullptr, std::memory_order_acq_rel);
+      if (nworkers == 1) {  // no thieves (see ready)
+        t = w->runnext.load(std::memory_order_relaxed);
+        w->runnext.store(nullptr, std::memory_order_relaxed);
+      } else {
+        t = w->runnext.exchange(nullptr, std::memory_order_acq_rel);
+      }
     }
     if (t == nullptr) t = w->rq.pop();
     if (t == nullptr) t = global_pop(w);

@@ -21,6 +21,9 @@ namespace chanflow::detail {
 // such as "live green threads" is a sum over all shards (SchedulerImpl::live_count), so spawning,
 // parking, waking and exiting touch only the calling worker's cache lines — a single shared
 // counter cost a cross-CPU cache-line transfer on each of those with 2+ workers.
+// `spawned` and `finished` change by seq_cst read-modify-writes (live_count and ~Scheduler's
+// Dekker pair need them); a worker's `woken` and `parked`, on every park and wake-up, by plain
+// release stores of its own thread (SchedulerImpl::active_count explains why that suffices).
 struct alignas(64) TaskCounts {
   std::atomic<uint64_t> spawned{0};
   std::atomic<uint64_t> finished{0};
