@@ -397,8 +397,8 @@ Task* SchedulerImpl::steal(Worker* thief, Worker* victim, bool take_runnext) {
 #if defined(__x86_64__) || defined(__i386__)
         __builtin_ia32_pause();
 #endif
-        if (victim->dispatches.load(std::memory_order_relaxed) != seen) return nullptr;
       } while (steady_ns() < until);
+      if (victim->dispatches.load(std::memory_order_relaxed) != seen) return nullptr;
       return victim->runnext.exchange(nullptr, std::memory_order_acq_rel);
     }
     return nullptr;
@@ -483,7 +483,7 @@ Task* SchedulerImpl::find_work(Worker* w) {
 #if defined(__x86_64__) || defined(__i386__)
         __builtin_ia32_pause();
 #endif
-        if ((i & 15) == 15) found = any_work();
+        if ((i & 63) == 63) found = any_work();
       }
       if (found) continue;
     }
