@@ -215,6 +215,17 @@ void GoMachineImpl::check_usable(const char* what) {
 void GoMachineImpl::spawn_runner(std::vector<Ready> work, bool ticket) {
   runners.add(1);
   if (ticket) tickets.fetch_add(1, std::memory_order_relaxed);
+  // A ticket exists to be picked up by an idle worker: not from runnext, where a thief would
+  // leave it to this (busy) runner for 3 µs first.
+  struct SpawnForOthers {
+    bool on;
+    explicit SpawnForOthers(bool o) : on(o) {
+      if (on) detail::set_spawn_for_others(true);
+    }
+    ~SpawnForOthers() {
+      if (on) detail::set_spawn_for_others(false);
+    }
+  } placement(ticket);
   try {
     go("gomachine", [this, ticket, work = std::move(work)]() mutable {
       struct Exit {

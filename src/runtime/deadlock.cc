@@ -72,6 +72,10 @@ __attribute__((constructor)) void record_baseline() {
 // g_mu held.
 DeadlockState condition_locked() {
   if (g_os_waiter_count.load(std::memory_order_seq_cst) == 0) return DeadlockState::kNo;
+  // Timers are read before and after the green threads: a sleeping green thread adds its timer
+  // before its park is counted, and a firing timer counts the wake-up before it stops being
+  // pending, so one of the two reads catches a timer racing with the sums.
+  if (timers_pending() != 0) return DeadlockState::kNo;
   for (SchedulerImpl* s = g_scheds; s != nullptr; s = s->next_sched) {
     if (s->active_count() != 0) return DeadlockState::kNo;
   }

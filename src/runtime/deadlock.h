@@ -1,6 +1,6 @@
 // deadlock.h — detecting that nothing can ever wake a blocked OS thread (private).
 //
-// The condition (checked when a scheduler's last active green thread parks, when the last timer
+// The condition (checked when the last worker of a scheduler falls asleep, when the last timer
 // fires, and when an OS thread starts waiting): every green thread of every scheduler is parked,
 // no timer is pending, and every OS thread of the process is either a chanflow worker or timer
 // thread, a thread that existed before main (sanitizer and BLAS helpers), or an OS thread parked

@@ -338,6 +338,11 @@ void SchedulerImpl::ready(Task* t, bool is_new) {
       if (old != nullptr) local_push(w, old);
       return;
     }
+    if (is_new && w->current != nullptr && w->current->spawn_for_others) {
+      local_push(w, t);  // stealable at once (set_spawn_for_others)
+      wake_idle();
+      return;
+    }
     Task* old = w->runnext.exchange(t, std::memory_order_acq_rel);
     if (old != nullptr) local_push(w, old);
     wake_idle();
@@ -500,7 +505,7 @@ Task* SchedulerImpl::find_work(Worker* w) {
     if (stopping.load(std::memory_order_acquire) && !any_work()) return nullptr;
     int64_t trim_wait = pool.trim(steady_ns());
     w->sleep_word.store(1, std::memory_order_seq_cst);
-    nidle.fetch_add(1, std::memory_order_seq_cst);
+    const bool last_to_sleep = nidle.fetch_add(1, std::memory_order_seq_cst) + 1 == nworkers;
     full_fence();
     if (any_work() || stopping.load(std::memory_order_seq_cst)) {
       if (w->sleep_word.exchange(0, std::memory_order_seq_cst) == 1) {
@@ -511,8 +516,9 @@ Task* SchedulerImpl::find_work(Worker* w) {
       continue;
     }
     // The last worker to fall asleep after every green thread parked is the one that finds a
-    // deadlock (if OS threads wait on green threads; otherwise this returns at once).
-    deadlock_poke();
+    // deadlock (if OS threads wait on green threads). Only it checks: the check takes a global
+    // lock and reads every worker's counters.
+    if (last_to_sleep) deadlock_poke();
     // While idle stacks wait to be given back, wake up when their trim period ends.
     while (w->sleep_word.load(std::memory_order_acquire) == 1) {
       futex_wait(&w->sleep_word, 1, trim_wait);
@@ -664,6 +670,10 @@ void yield() {
 }
 
 bool in_green_thread() noexcept { return detail::current_task() != nullptr; }
+
+void detail::set_spawn_for_others(bool on) noexcept {
+  if (detail::Task* t = detail::current_task()) t->spawn_for_others = on;
+}
 
 int detail::scheduler_worker_count() noexcept {
   const detail::Task* t = detail::current_task();

@@ -133,8 +133,10 @@ bool StackPool::grow_marked() {
     if (madvise(base + i * slot, page_, MADV_GUARD_INSTALL) == 0) continue;
     const int err = errno;
     munmap(base, bytes);
-    if (i == 0 && (err == EINVAL || err == ENOSYS)) {  // an older kernel: use the fallback
-      g_guard_markers.store(0, std::memory_order_relaxed);
+    if (i == 0) {
+      // An older kernel (EINVAL) or a sandbox refusing the call: this chunk uses the fallback,
+      // and only a kernel without the feature stops later chunks from trying.
+      if (err == EINVAL || err == ENOSYS) g_guard_markers.store(0, std::memory_order_relaxed);
       return false;
     }
     CHANFLOW_THROW(Error) << "green thread stacks: installing a guard page failed: "
@@ -148,7 +150,21 @@ bool StackPool::grow_marked() {
 void StackPool::add_chunk(char* base, std::size_t n, std::size_t slot, std::size_t guard,
                           bool guarded) {
   const std::size_t bytes = n * slot;
-  auto owners = std::make_unique<std::atomic<void*>[]>(n);
+  std::unique_ptr<std::atomic<void*>[]> owners;
+  try {
+    owners = std::make_unique<std::atomic<void*>[]>(n);
+    // Every later push_back (release, trim, this function) stays within these capacities, so
+    // the noexcept release paths never allocate.
+    total_slots_ += n;
+    warm_.reserve(total_slots_);
+    free_.reserve(total_slots_);
+    chunks_.reserve(chunks_.size() + 1);
+  } catch (...) {
+    total_slots_ -= n;
+    munmap(base, bytes);
+    if (guarded) give_guard_budget(static_cast<long>(kGuardedPerChunk));
+    throw;
+  }
   for (std::size_t i = 0; i < n; ++i) owners[i].store(nullptr, std::memory_order_relaxed);
   const int index = register_chunk(base, bytes, slot, guard);
   std::atomic<void*>* table = owners.get();
@@ -183,8 +199,11 @@ void StackPool::grow() {
     char* s = base + i * slot;
     if (guard) {
       if (mprotect(s, page_, PROT_NONE) != 0) {
+        const int err = errno;
+        munmap(base, bytes);
+        give_guard_budget(static_cast<long>(kGuardedPerChunk));
         CHANFLOW_THROW(Error) << "green thread stacks: mprotect of a guard page failed: "
-                              << std::strerror(errno);
+                              << std::strerror(err);
       }
     }
   }

@@ -105,6 +105,7 @@ class StackPool {
   std::size_t page_;
   StackGuard mode_;
   std::mutex mu_;
+  std::size_t total_slots_ = 0;  // in all chunks; free_ and warm_ reserve this much
   std::vector<StackSlot> free_;  // never used or trimmed: pages not resident
   std::vector<StackSlot> warm_;  // released stacks, LIFO: the hottest is reused first
   std::atomic<std::size_t> warm_count_{0};

@@ -28,7 +28,8 @@ struct Task {
   StackSlot slot;
   void* asan_fake = nullptr;
   void* tsan_fiber = nullptr;
-  bool parked = false;  // parked on a chanflow primitive (reports), guarded by the park
+  bool parked = false;            // parked on a chanflow primitive (reports), guarded by the park
+  bool spawn_for_others = false;  // its spawns skip runnext (detail::set_spawn_for_others)
   // Called by park() before the task blocks (detail::set_block_hook); owner-only.
   void (*block_hook)(void*) = nullptr;
   void* block_hook_arg = nullptr;

@@ -4,6 +4,7 @@
 #include <thread>
 #include <vector>
 
+#include "chanflow/runtime/detail/block_hook.h"
 #include "runtime_test_util.h"
 #include "sanitizer.h"  // white-box: src/runtime (CHANFLOW_TSAN)
 
@@ -258,4 +259,24 @@ TEST(SchedulerPinning, EachWorkerOnItsOwnCpu) {
   if (ncpus >= 2) {
     EXPECT_NE(cpu_of[0], cpu_of[1]);
   }
+}
+
+// set_spawn_for_others: a green thread spawned for another worker goes to the run queue, where a
+// thief takes it at once, not to runnext, which thieves leave alone for 3 µs. Checked at the
+// instant after the spawn: runnext is still empty, and an idle worker runs the child while the
+// spawner keeps its worker busy.
+TEST(SchedulerSpawnForOthers, ChildSkipsRunnextAndAnIdleWorkerRunsIt) {
+  cf::Scheduler s({.workers = 2});
+  auto result = cf::make_chan<int>(1);
+  s.go([result]() mutable {
+    std::atomic<bool> child_ran{false};
+    cf::detail::set_spawn_for_others(true);
+    cf::go([&child_ran] { child_ran.store(true); });
+    cf::detail::set_spawn_for_others(false);
+    const bool in_runnext = cf::detail::current_worker()->runnext.load() != nullptr;
+    while (!child_ran.load()) {
+    }  // busy: only the other worker can run the child
+    result.send(in_runnext ? 1 : 0);
+  });
+  EXPECT_EQ(result.recv(), 0);
 }

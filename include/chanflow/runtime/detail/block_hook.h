@@ -23,4 +23,11 @@ CHANFLOW_API void set_block_hook(void (*fn)(void*), void* arg) noexcept;
 // The number of worker threads of the calling green thread's scheduler; 0 outside a green thread.
 CHANFLOW_API int scheduler_worker_count() noexcept;
 
+// While on, green threads that the calling green thread spawns go to the tail of its worker's run
+// queue, where an idle worker can steal them at once, instead of its runnext slot, which thieves
+// leave to the spawner for 3 µs (the spawner is expected to park soon and run the child itself).
+// For green threads spawned precisely so that another worker picks them up (the GoMachine's
+// tickets). Per green thread; no-op on a plain OS thread or with one worker.
+CHANFLOW_API void set_spawn_for_others(bool on) noexcept;
+
 }  // namespace chanflow::detail
