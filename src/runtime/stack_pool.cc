@@ -255,6 +255,9 @@ StackSlot StackPool::acquire(Cache& cache) {
     for (std::size_t i = cache.count - fresh; i < cache.count; ++i) {
       if (cache.slots[i].guard == 0) write_canary(cache.slots[i].base);
     }
+    // take_locked put the hottest stack first; the cache pops from the end. Reversed, the cache
+    // hands stacks out in the pool's LIFO order (the reversed order cost 1-worker spawn ~20 %).
+    std::reverse(cache.slots, cache.slots + cache.count);
   }
   return cache.slots[--cache.count];
 }
