@@ -9,8 +9,15 @@
 // is balanced, which is what lets a TSan fiber be reused by a later green thread.
 //
 //   t->ctx = make_task_fiber(t, top);      // suspended, not yet run
-//   enter_task(w, t);                      // worker: run t until it parks or finishes
-//   leave_task(t);                         // green thread: back to its worker (park, yield)
+//   enter_task(w, t);                      // worker: run t (and whatever it hands off to)
+//   leave_task(t, next);                   // green thread: to `next` directly, or the worker
+//
+// A green thread that parks or yields while its worker has another task ready locally switches
+// straight to that task (leave_task with next != nullptr) instead of bouncing through the
+// worker's own context: one stack switch per hand-off instead of two. The task that lands then
+// finishes the switched-out task's bookkeeping (settle_switched_out) — on its own stack, exactly
+// what the worker would have done on its stack. A finishing green thread always returns to the
+// worker, which frees its stack (see make_task_fiber for why).
 #pragma once
 
 #include <boost/context/fiber.hpp>
@@ -23,6 +30,18 @@ struct Worker;
 // Runs a task's body: the user's function, the uncaught-exception policy, the callable's
 // destructor and the final canary check. Defined in scheduler.cc; called on the task's stack.
 void task_body(Task* t) noexcept;
+
+// Defined in scheduler.cc. What a worker does once `prev` is switched out (prev->ctx holds its
+// suspended fiber, or is empty if it finished): run the park's after-step (unlocks), count the
+// park, or free the finished task. Runs on whichever stack landed next on w's OS thread.
+void settle_switched_out(Worker* w, Task* prev) noexcept;
+
+// Defined in scheduler.cc. A runnable task of w's own (runnext, then the local queue) to switch
+// to directly from `from`, which is about to park or yield; nullptr when the worker
+// should look for work itself (nothing local, or its periodic turn at the global queue). A task
+// returned is already w's current one and `from` is recorded as the task to settle. Only for a
+// task about to park or yield (a finishing one returns to the worker).
+Task* take_hand_off(Worker* w, Task* from) noexcept;
 
 // ThreadSanitizer builds: a TSan fiber for a new green thread, from a process-wide cache of
 // fibers whose green threads finished, else newly created. libtsan's fiber creation allocates
@@ -39,12 +58,14 @@ void tsan_fiber_release(void* fiber) noexcept;
 // switches back to the worker that runs it. Never blocks.
 boost::context::fiber make_task_fiber(Task* t, char* top) noexcept;
 
-// Worker side: switches to t (announcing the switch to ASan and TSan) and returns when t parks,
-// yields or finishes (t->ctx is empty then). Call on w's OS thread.
+// Worker side: switches to t (announcing the switch to ASan and TSan) and returns when a task
+// running on w switches back to the worker: t, or a task reached from t by direct hand-offs.
+// That task is w->current; its ctx holds it suspended, or is empty if it finished. Call on w's
+// OS thread.
 void enter_task(Worker* w, Task* t) noexcept;
 
-// Task side: switches back to the worker running t; returns when t is resumed, maybe on another
-// worker.
-void leave_task(Task* t) noexcept;
+// Task side: switches t out — to `next` (from take_hand_off), or to the worker running t when
+// next is nullptr — and returns when t is resumed, maybe on another worker.
+void leave_task(Task* t, Task* next) noexcept;
 
 }  // namespace chanflow::detail

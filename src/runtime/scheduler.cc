@@ -161,8 +161,18 @@ void switch_out(Task* t) noexcept {
   Worker* w = t->worker;
   check_canary(t);
   trace_record(TraceKind::kPark, t, w->index);
-  leave_task(t);
+  leave_task(t, take_hand_off(w, t));
 }
+
+Task* take_hand_off(Worker* w, Task* from) noexcept {
+  Task* next = w->sched->take_local(w);
+  if (next == nullptr) return nullptr;
+  w->switched_from = from;
+  w->sched->begin_run(w, next);
+  return next;
+}
+
+void settle_switched_out(Worker* w, Task* prev) noexcept { w->sched->settle(w, prev); }
 
 SchedulerImpl::SchedulerImpl(Scheduler* o, const SchedulerOptions& options)
     : owner(o),
@@ -229,15 +239,25 @@ void SchedulerImpl::worker_main(Worker* w) {
   t_worker = nullptr;
 }
 
-void SchedulerImpl::run_task(Worker* w, Task* t) {
+void SchedulerImpl::begin_run(Worker* w, Task* t) noexcept {
   w->dispatches.store(w->dispatches.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   w->current = t;
   t->worker = w;
   trace_record(TraceKind::kResume, t, w->index);
+}
+
+void SchedulerImpl::run_task(Worker* w, Task* t) {
+  begin_run(w, t);
   enter_task(w, t);
+  Task* back = w->current;  // t, or the last task of a chain of direct hand-offs
   w->current = nullptr;
-  if (!t->ctx) {
-    task_finished(w, t);
+  ++w->home_returns;
+  settle(w, back);
+}
+
+void SchedulerImpl::settle(Worker* w, Task* prev) noexcept {
+  if (!prev->ctx) {
+    task_finished(w, prev);
     return;
   }
   if (w->after_fn != nullptr) {
@@ -251,6 +271,24 @@ void SchedulerImpl::run_task(Worker* w, Task* t) {
     // counted twice for a moment, never zero times). A worker about to sleep checks for deadlock.
     bump(w->counts.parked);
   }
+}
+
+Task* SchedulerImpl::take_local(Worker* w) noexcept {
+  // Every 61st dispatch goes through find_work, which then serves the global queue first
+  // (fairness for tasks readied from outside, timers, spills).
+  if ((w->tick + 1) % 61 == 0) return nullptr;
+  Task* t = nullptr;
+  if (w->runnext.load(std::memory_order_relaxed) != nullptr) {
+    if (nworkers == 1) {  // no thieves (see ready)
+      t = w->runnext.load(std::memory_order_relaxed);
+      w->runnext.store(nullptr, std::memory_order_relaxed);
+    } else {
+      t = w->runnext.exchange(nullptr, std::memory_order_acq_rel);
+    }
+  }
+  if (t == nullptr) t = w->rq.pop();
+  if (t != nullptr) ++w->tick;
+  return t;
 }
 
 void SchedulerImpl::task_finished(Worker* w, Task* t) {
@@ -308,15 +346,14 @@ int64_t SchedulerImpl::active_count() const noexcept {
   return static_cast<int64_t>(on - off);
 }
 
-TaskCounts& SchedulerImpl::counts_here() noexcept {
+Worker* SchedulerImpl::worker_here() const noexcept {
   Worker* w = current_worker();
-  return w != nullptr && w->sched == this ? w->counts : external;
+  return w != nullptr && w->sched == this ? w : nullptr;
 }
 
-uint64_t SchedulerImpl::take_id() noexcept {
+uint64_t SchedulerImpl::take_id(Worker* w) noexcept {
   constexpr uint64_t kIdBlock = 1024;  // ids a worker takes at once from the shared counter
-  Worker* w = current_worker();
-  if (w == nullptr || w->sched != this) return next_id.fetch_add(1, std::memory_order_relaxed);
+  if (w == nullptr) return next_id.fetch_add(1, std::memory_order_relaxed);
   if (w->id_next == w->id_end) {
     w->id_next = next_id.fetch_add(kIdBlock, std::memory_order_relaxed);
     w->id_end = w->id_next + kIdBlock;
@@ -324,9 +361,8 @@ uint64_t SchedulerImpl::take_id() noexcept {
   return w->id_next++;
 }
 
-void SchedulerImpl::ready(Task* t, bool is_new) {
-  Worker* w = current_worker();
-  if (w != nullptr && w->sched == this) {
+void SchedulerImpl::ready_from(Worker* w, Task* t, bool is_new) {
+  if (w != nullptr) {
     if (!is_new) bump(w->counts.woken);
     // Go's trick: the woken (or new) task runs next on this worker, so a ping-pong pair
     // alternates here without queue traffic; the task it displaces goes to the queue tail.
@@ -571,8 +607,8 @@ SpawnSlot spawn_begin(SchedulerImpl* s, std::string&& name, std::size_t fn_size,
     CHANFLOW_THROW(Error) << "go: the callable (" << fn_size << " bytes) does not fit a green "
                           << "thread's stack of " << s->pool.usable() << " bytes";
   }
-  Worker* w = current_worker();
-  StackSlot slot = w != nullptr && w->sched == s ? s->pool.acquire(w->stacks) : s->pool.acquire();
+  Worker* w = s->worker_here();
+  StackSlot slot = w != nullptr ? s->pool.acquire(w->stacks) : s->pool.acquire();
   char* top = slot.base + s->pool.slot_size(slot);
   Task* t = ::new (task_at(top)) Task();
   t->slot = slot;
@@ -591,8 +627,8 @@ void spawn_abort(Task* t) noexcept {
   StackSlot slot = t->slot;
   tsan_fiber_release(t->tsan_fiber);
   t->~Task();
-  Worker* w = current_worker();
-  if (w != nullptr && w->sched == s) {
+  Worker* w = s->worker_here();
+  if (w != nullptr) {
     s->pool.release(w->stacks, slot);
   } else {
     s->pool.release(slot);
@@ -604,16 +640,19 @@ void spawn_commit(Task* t, void (*run)(void*), void (*destroy)(void*)) noexcept 
   t->run = run;
   t->destroy = destroy;
   t->ctx = make_task_fiber(t, static_cast<char*>(t->fn));
-  t->id = s->take_id();
+  // Looked up again, not taken from spawn_begin: constructing the callable in between may have
+  // parked (a copy constructor taking a cf::Mutex) and moved this green thread to another worker.
+  Worker* here = s->worker_here();
+  t->id = s->take_id(here);
   t->slot.owner->store(t, std::memory_order_release);  // listed: reports and teardown find it
   // Counted before it can run (and so finish): live_count never goes below the truth.
-  s->counts_here().spawned.fetch_add(1, std::memory_order_seq_cst);
+  s->counts_of(here).spawned.fetch_add(1, std::memory_order_seq_cst);
 #if defined(CHANFLOW_TSAN)
   // The fiber may have served another green thread before: always rename it.
   san::tsan_set_name(t->tsan_fiber, display_name(t).c_str());
 #endif
   trace_record(TraceKind::kStart, t, -1);
-  s->ready(t, true);
+  s->ready_from(here, t, true);
 }
 
 Scheduler& scheduler_for_go() {

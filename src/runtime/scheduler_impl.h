@@ -45,6 +45,13 @@ struct Worker {
   // briefly for this to move, which says the owner got to run it itself.
   alignas(64) std::atomic<uint64_t> dispatches{0};
   alignas(64) Task* current = nullptr;
+  // The worker's own context (its scheduling loop), suspended while a task runs; the task
+  // switches back to it when it finds no local task to hand off to (fiber_switch.h).
+  boost::context::fiber home;
+  // A task switched out by a direct hand-off, not yet settled: the task landing next settles it.
+  Task* switched_from = nullptr;
+  // Times a task switched back to `home` (owner-only; tests check hand-offs skip it).
+  uint64_t home_returns = 0;
   // Runs on the worker right after the current task switched out (releases the park's locks).
   void (*after_fn)(void*) = nullptr;
   void* after_arg = nullptr;
@@ -68,7 +75,9 @@ struct SchedulerImpl {
 
   void start();
   // Makes a parked (or new) task runnable. Thread-safe.
-  void ready(Task* t, bool is_new);
+  void ready(Task* t, bool is_new) { ready_from(worker_here(), t, is_new); }
+  // ready() for a caller that already looked up worker_here().
+  void ready_from(Worker* here, Task* t, bool is_new);
   // Waits until every task finished; unwinds tasks parked forever. Blocks.
   void drain();
   void stop();
@@ -78,6 +87,12 @@ struct SchedulerImpl {
   Task* find_work(Worker* w);
   bool any_work() const noexcept;
   void run_task(Worker* w, Task* t);
+  // Makes t w's current task (counted as dispatched); the switch to it follows.
+  void begin_run(Worker* w, Task* t) noexcept;
+  // After `prev` switched out: its park's after-step and count, or its exit (fiber_switch.h).
+  void settle(Worker* w, Task* prev) noexcept;
+  // A task of w's own to switch to directly, or nullptr (fiber_switch.h: take_hand_off).
+  Task* take_local(Worker* w) noexcept;
   void task_finished(Worker* w, Task* t);
   void local_push(Worker* w, Task* t);
   void wake_idle();
@@ -115,9 +130,13 @@ struct SchedulerImpl {
   int64_t live_count() const noexcept;
   // Green threads runnable or running (not parked); 0 with live > 0: all parked. Same reading.
   int64_t active_count() const noexcept;
-  // The calling thread's shard (its worker's, or `external`).
-  TaskCounts& counts_here() noexcept;
-  uint64_t take_id() noexcept;
+  // The calling thread's worker if it is one of this scheduler's, else nullptr. Not cached
+  // across a park: a green thread may resume on another worker.
+  Worker* worker_here() const noexcept;
+  // The shard of `here` (from worker_here): its worker's, or `external`.
+  TaskCounts& counts_of(Worker* here) noexcept { return here != nullptr ? here->counts : external; }
+  // A fresh task id; `here` as for counts_of.
+  uint64_t take_id(Worker* here) noexcept;
   // Calls fn(Task*) for every live green thread (the stack pool's owner table). Only where no
   // green thread can start or exit meanwhile: every one is parked (deadlock reports, teardown).
   template <typename F>

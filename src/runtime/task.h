@@ -15,9 +15,8 @@ struct SchedulerImpl;
 struct Worker;
 
 struct Task {
-  Parker parker;               // first: a Parker* of a green thread is its Task*
-  boost::context::fiber ctx;   // the suspended green thread (empty while it runs)
-  boost::context::fiber sink;  // while it runs: the worker to switch back to
+  Parker parker;              // first: a Parker* of a green thread is its Task*
+  boost::context::fiber ctx;  // the suspended green thread (empty while it runs)
   SchedulerImpl* sched = nullptr;
   Worker* worker = nullptr;  // the worker running it; valid only while it runs
   void (*run)(void*) = nullptr;

@@ -280,3 +280,64 @@ TEST(SchedulerSpawnForOthers, ChildSkipsRunnextAndAnIdleWorkerRunsIt) {
   });
   EXPECT_EQ(result.recv(), 0);
 }
+
+// Direct hand-off: a green thread that parks while its worker has a task ready locally switches
+// straight to that task. On 1 worker a ping-pong then returns to the worker's own context only for
+// its turn at the global queue (every 61st dispatch); switching through the worker, every park
+// (two per round trip) would.
+TEST(SchedulerHandOff, PingPongOnOneWorkerSkipsTheWorkersContext) {
+  constexpr int kRounds = 10'000;
+  cf::Scheduler s({.workers = 1});
+  auto ping = cf::make_chan<int>();
+  auto pong = cf::make_chan<int>();
+  auto returns = cf::make_chan<uint64_t>(1);
+  s.go([ping, pong]() mutable {
+    for (int i = 0; i < kRounds; ++i) {
+      ping.send(i);
+      pong.recv();
+    }
+    ping.close();
+  });
+  s.go([ping, pong, returns]() mutable {
+    // The only worker: its counters are read on its own OS thread.
+    const uint64_t before = cf::detail::current_worker()->home_returns;
+    while (auto v = ping.recv()) pong.send(*v);
+    returns.send(cf::detail::current_worker()->home_returns - before);
+  });
+  const uint64_t n = *returns.recv();
+  EXPECT_LT(n, 2 * kRounds / 50) << "parks that went through the worker's context";
+}
+
+// Hand-offs must not starve the global queue: while two green threads ping-pong on the only
+// worker (each park hands off to the other), a green thread woken from an OS thread (queued
+// globally) still runs, on the worker's periodic turn at the global queue.
+TEST(SchedulerHandOff, GlobalQueueStillServedDuringAPingPong) {
+  constexpr int kMaxRounds = 2'000'000;
+  std::atomic<bool> stop{false};  // before the scheduler: outlives its green threads
+  cf::Scheduler s({.workers = 1});
+  auto ping = cf::make_chan<int>();
+  auto pong = cf::make_chan<int>();
+  auto gate = cf::make_chan<int>();
+  auto started = cf::make_chan<int>(1);
+  auto outcome = cf::make_chan<int>(1);
+  s.go([&stop, gate]() mutable {
+    gate.recv();  // woken by the OS thread below: queued on the global queue
+    stop.store(true);
+  });
+  s.go([ping, pong, started, outcome, &stop]() mutable {
+    int rounds = 0;
+    for (; rounds < kMaxRounds && !stop.load(); ++rounds) {
+      ping.send(rounds);
+      pong.recv();
+      if (rounds == 0) started.send(1);
+    }
+    ping.close();
+    outcome.send(stop.load() ? 1 : 0);
+  });
+  s.go([ping, pong]() mutable {
+    while (auto v = ping.recv()) pong.send(*v);
+  });
+  started.recv();
+  gate.send(1);
+  EXPECT_EQ(outcome.recv(), 1) << "the globally queued green thread never ran";
+}
