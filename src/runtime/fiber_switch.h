@@ -32,8 +32,9 @@ struct Worker;
 void task_body(Task* t) noexcept;
 
 // Defined in scheduler.cc. What a worker does once `prev` is switched out (prev->ctx holds its
-// suspended fiber, or is empty if it finished): run the park's after-step (unlocks), count the
-// park, or free the finished task. Runs on whichever stack landed next on w's OS thread.
+// suspended fiber): run the park's after-step (unlocks) and count the park. Runs on the stack of
+// the task that landed next on w's OS thread. (The worker's own loop uses the same step, where
+// prev->ctx may also be empty: the task finished and is freed.)
 void settle_switched_out(Worker* w, Task* prev) noexcept;
 
 // Defined in scheduler.cc. A runnable task of w's own (runnext, then the local queue) to switch

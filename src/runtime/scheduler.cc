@@ -45,6 +45,10 @@ inline void bump(std::atomic<uint64_t>& c) noexcept {
   c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_release);
 }
 
+// Every this many dispatches a worker serves its global queue, then its local ring, before its
+// runnext slot (Go: 61).
+constexpr uint32_t kFairnessPeriod = 61;
+
 // How long a thief leaves a busy worker's runnext alone (Go: 3 µs).
 constexpr int64_t kRunnextGraceNs = 3000;
 
@@ -274,21 +278,27 @@ void SchedulerImpl::settle(Worker* w, Task* prev) noexcept {
 }
 
 Task* SchedulerImpl::take_local(Worker* w) noexcept {
-  // Every 61st dispatch goes through find_work, which then serves the global queue first
-  // (fairness for tasks readied from outside, timers, spills).
-  if ((w->tick + 1) % 61 == 0) return nullptr;
   Task* t = nullptr;
-  if (w->runnext.load(std::memory_order_relaxed) != nullptr) {
-    if (nworkers == 1) {  // no thieves (see ready)
-      t = w->runnext.load(std::memory_order_relaxed);
-      w->runnext.store(nullptr, std::memory_order_relaxed);
-    } else {
-      t = w->runnext.exchange(nullptr, std::memory_order_acq_rel);
-    }
+  if ((w->tick + 1) % kFairnessPeriod == 0) {
+    // The periodic fairness turn (find_work does the same): the global queue first — if it has
+    // work, go through find_work, which serves it — then the local ring before runnext.
+    if (gq.size() != 0) return nullptr;
+    t = w->rq.pop();
   }
+  if (t == nullptr) t = take_runnext(w);
   if (t == nullptr) t = w->rq.pop();
   if (t != nullptr) ++w->tick;
   return t;
+}
+
+Task* SchedulerImpl::take_runnext(Worker* w) noexcept {
+  if (w->runnext.load(std::memory_order_relaxed) == nullptr) return nullptr;
+  if (nworkers == 1) {  // no thieves (see ready)
+    Task* t = w->runnext.load(std::memory_order_relaxed);
+    w->runnext.store(nullptr, std::memory_order_relaxed);
+    return t;
+  }
+  return w->runnext.exchange(nullptr, std::memory_order_acq_rel);
 }
 
 void SchedulerImpl::task_finished(Worker* w, Task* t) {
@@ -486,15 +496,14 @@ void SchedulerImpl::reset_spinning(Worker* w) {
 Task* SchedulerImpl::find_work(Worker* w) {
   for (;;) {
     Task* t = nullptr;
-    if ((++w->tick % 61) == 0) t = global_pop(w);  // fairness for the global queue
-    if (t == nullptr && w->runnext.load(std::memory_order_relaxed) != nullptr) {
-      if (nworkers == 1) {  // no thieves (see ready)
-        t = w->runnext.load(std::memory_order_relaxed);
-        w->runnext.store(nullptr, std::memory_order_relaxed);
-      } else {
-        t = w->runnext.exchange(nullptr, std::memory_order_acq_rel);
-      }
+    if ((++w->tick % kFairnessPeriod) == 0) {
+      // Fairness: the global queue, then the local ring, go before runnext now and then. Without
+      // it, work readied from outside, and tasks a ping-pong pair (always refilling runnext)
+      // pushed out to the ring, would wait for as long as the pair runs.
+      t = global_pop(w);
+      if (t == nullptr) t = w->rq.pop();
     }
+    if (t == nullptr) t = take_runnext(w);
     if (t == nullptr) t = w->rq.pop();
     if (t == nullptr) t = global_pop(w);
     if (t == nullptr && nworkers > 1) {

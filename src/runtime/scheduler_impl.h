@@ -93,6 +93,8 @@ struct SchedulerImpl {
   void settle(Worker* w, Task* prev) noexcept;
   // A task of w's own to switch to directly, or nullptr (fiber_switch.h: take_hand_off).
   Task* take_local(Worker* w) noexcept;
+  // Empties w's runnext slot; returns what it held. Owner only.
+  Task* take_runnext(Worker* w) noexcept;
   void task_finished(Worker* w, Task* t);
   void local_push(Worker* w, Task* t);
   void wake_idle();

@@ -1,5 +1,6 @@
 // Scheduler: spawning, yielding, parking from OS threads, teardown.
 #include <atomic>
+#include <chrono>
 #include <string>
 #include <thread>
 #include <vector>
@@ -312,7 +313,8 @@ TEST(SchedulerHandOff, PingPongOnOneWorkerSkipsTheWorkersContext) {
 // worker (each park hands off to the other), a green thread woken from an OS thread (queued
 // globally) still runs, on the worker's periodic turn at the global queue.
 TEST(SchedulerHandOff, GlobalQueueStillServedDuringAPingPong) {
-  constexpr int kMaxRounds = 2'000'000;
+  // A wall-clock bound, not a round count: the OS thread below must get a CPU first.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   std::atomic<bool> stop{false};  // before the scheduler: outlives its green threads
   cf::Scheduler s({.workers = 1});
   auto ping = cf::make_chan<int>();
@@ -324,9 +326,8 @@ TEST(SchedulerHandOff, GlobalQueueStillServedDuringAPingPong) {
     gate.recv();  // woken by the OS thread below: queued on the global queue
     stop.store(true);
   });
-  s.go([ping, pong, started, outcome, &stop]() mutable {
-    int rounds = 0;
-    for (; rounds < kMaxRounds && !stop.load(); ++rounds) {
+  s.go([ping, pong, started, outcome, &stop, deadline]() mutable {
+    for (int rounds = 0; !stop.load() && std::chrono::steady_clock::now() < deadline; ++rounds) {
       ping.send(rounds);
       pong.recv();
       if (rounds == 0) started.send(1);
@@ -340,4 +341,30 @@ TEST(SchedulerHandOff, GlobalQueueStillServedDuringAPingPong) {
   started.recv();
   gate.send(1);
   EXPECT_EQ(outcome.recv(), 1) << "the globally queued green thread never ran";
+}
+
+// The same for the local ring: on the only worker, a green thread pushed out of runnext into the
+// ring (here: spawned, then displaced when the spawner wakes its partner) still runs while the
+// pair keeps refilling runnext, on the worker's periodic fairness turn.
+TEST(SchedulerHandOff, LocalRingStillServedDuringAPingPong) {
+  constexpr int kMaxRounds = 2'000'000;
+  std::atomic<bool> stop{false};  // before the scheduler: outlives its green threads
+  cf::Scheduler s({.workers = 1});
+  auto ping = cf::make_chan<int>();
+  auto pong = cf::make_chan<int>();
+  auto outcome = cf::make_chan<int>(1);
+  s.go([ping, pong]() mutable {
+    while (auto v = ping.recv()) pong.send(*v);
+  });
+  s.go([ping, pong, outcome, &stop]() mutable {
+    cf::go([&stop] { stop.store(true); });  // runnext, until the first send displaces it
+    int rounds = 0;
+    for (; rounds < kMaxRounds && !stop.load(); ++rounds) {
+      ping.send(rounds);
+      pong.recv();
+    }
+    ping.close();
+    outcome.send(stop.load() ? 1 : 0);
+  });
+  EXPECT_EQ(outcome.recv(), 1) << "the green thread in the local ring never ran";
 }
