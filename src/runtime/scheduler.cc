@@ -389,9 +389,18 @@ void SchedulerImpl::ready_from(Worker* w, Task* t, bool is_new) {
       wake_idle();
       return;
     }
-    Task* old = w->runnext.exchange(t, std::memory_order_acq_rel);
-    if (old != nullptr) local_push(w, old);
-    wake_idle();
+    // seq_cst: when nothing is displaced, this exchange is the pusher's half of the Dekker pair
+    // with a worker going idle (its seq_cst nidle increment, fence, then seq_cst read of every
+    // runnext in any_work), so no separate fence is needed. A full fence on every wake-up was a
+    // third of the 2-worker ping-pong's extra cost over 1 worker. A displaced task goes to the
+    // ring, whose tail store is only a release: that case keeps the fence.
+    Task* old = w->runnext.exchange(t, std::memory_order_seq_cst);
+    if (old != nullptr) {
+      local_push(w, old);
+      wake_idle();
+    } else {
+      wake_idle_ordered();
+    }
     return;
   }
   if (!is_new) external.woken.fetch_add(1, std::memory_order_seq_cst);
@@ -471,6 +480,10 @@ bool SchedulerImpl::any_work() const noexcept {
 
 void SchedulerImpl::wake_idle() {
   full_fence();
+  wake_idle_ordered();
+}
+
+void SchedulerImpl::wake_idle_ordered() {
   if (nidle.load(std::memory_order_seq_cst) == 0) return;
   int expected = 0;
   // Only one waker at a time, and none while a worker spins: a spinning worker finds the work.

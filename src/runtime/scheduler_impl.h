@@ -97,7 +97,12 @@ struct SchedulerImpl {
   Task* take_runnext(Worker* w) noexcept;
   void task_finished(Worker* w, Task* t);
   void local_push(Worker* w, Task* t);
+  // Wakes a sleeping worker if none spins. Call after making work visible (a push); it fences
+  // so that either the sleeper's re-check sees the work or this sees the sleeper.
   void wake_idle();
+  // wake_idle() for a caller whose push was itself a seq_cst read-modify-write of a word the
+  // sleeper's re-check reads with seq_cst (a runnext exchange): that orders like the fence.
+  void wake_idle_ordered();
   void reset_spinning(Worker* w);
   Task* steal(Worker* thief, Worker* victim, bool take_runnext);
 
