@@ -187,6 +187,7 @@ SchedulerImpl::SchedulerImpl(Scheduler* o, const SchedulerOptions& options)
     auto w = std::make_unique<Worker>();
     w->sched = this;
     w->index = i;
+    w->rq.set_stealable(nworkers > 1);
     w->rng =
         0x9E3779B97F4A7C15ULL * static_cast<uint64_t>(i + 1) ^ reinterpret_cast<uintptr_t>(this);
     workers.push_back(std::move(w));
@@ -283,7 +284,7 @@ Task* SchedulerImpl::take_local(Worker* w) noexcept {
     // The periodic fairness turn (find_work does the same): the global queue first — if it has
     // work, go through find_work, which serves it — then the local ring before runnext.
     if (gq.size() != 0) return nullptr;
-    t = w->rq.pop();
+    t = w->rq.pop_oldest();
   }
   if (t == nullptr) t = take_runnext(w);
   if (t == nullptr) t = w->rq.pop();
@@ -433,7 +434,8 @@ Task* SchedulerImpl::global_pop(Worker* w) {
     return queued / static_cast<std::size_t>(nworkers) + 1;
   });
   if (n == 0) return nullptr;
-  for (std::size_t i = 1; i < n; ++i) {
+  // Newest-first pops then serve the batch in the global queue's order.
+  for (std::size_t i = n - 1; i >= 1; --i) {
     const bool ok = w->rq.push(batch[i]);  // fits: at most free_slots() of them
     CHANFLOW_DCHECK(ok);
     (void)ok;
@@ -443,7 +445,7 @@ Task* SchedulerImpl::global_pop(Worker* w) {
 
 Task* SchedulerImpl::steal(Worker* thief, Worker* victim, bool take_runnext) {
   Task* batch[RunQueue::kSize / 2];
-  uint32_t n = victim->rq.steal_half(batch);
+  uint32_t n = victim->rq.steal_half(batch, RunQueue::kSize / 2);
   if (n == 0) {
     if (take_runnext && victim->runnext.load(std::memory_order_relaxed) != nullptr) {
       // The victim readied that task to run next, usually right before parking (a hand-off
@@ -463,7 +465,7 @@ Task* SchedulerImpl::steal(Worker* thief, Worker* victim, bool take_runnext) {
     }
     return nullptr;
   }
-  for (uint32_t i = 1; i < n; ++i) {
+  for (uint32_t i = n - 1; i >= 1; --i) {  // newest-first pops keep the stolen order
     bool ok = thief->rq.push(batch[i]);
     if (!ok) global_push(batch[i]);
   }
@@ -514,7 +516,7 @@ Task* SchedulerImpl::find_work(Worker* w) {
       // it, work readied from outside, and tasks a ping-pong pair (always refilling runnext)
       // pushed out to the ring, would wait for as long as the pair runs.
       t = global_pop(w);
-      if (t == nullptr) t = w->rq.pop();
+      if (t == nullptr) t = w->rq.pop_oldest();
     }
     if (t == nullptr) t = take_runnext(w);
     if (t == nullptr) t = w->rq.pop();
@@ -721,10 +723,11 @@ void yield() {
     return;
   }
   detail::Worker* w = t->worker;
+  // To the back of the global queue (Go's Gosched does the same), not the local ring: the ring
+  // pops newest first, so a yielder pushed there would run again before the tasks it yields to.
   w->after_fn = [](void* arg) {
     auto* task = static_cast<detail::Task*>(arg);
-    detail::Worker* cw = detail::current_worker();
-    task->sched->local_push(cw, task);
+    task->sched->global_push(task);
   };
   w->after_arg = t;
   detail::switch_out(t);
