@@ -52,7 +52,8 @@ struct Worker {
   Task* switched_from = nullptr;
   // Times a task switched back to `home` (owner-only; tests check hand-offs skip it).
   uint64_t home_returns = 0;
-  // Runs on the worker right after the current task switched out (releases the park's locks).
+  // Runs right after the current task switched out (releases the park's locks): on the worker's
+  // own stack, or, after a direct hand-off, on the stack of the task that lands (settle).
   void (*after_fn)(void*) = nullptr;
   void* after_arg = nullptr;
   bool after_is_park = false;
