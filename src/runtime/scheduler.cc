@@ -279,16 +279,19 @@ void SchedulerImpl::settle(Worker* w, Task* prev) noexcept {
 }
 
 Task* SchedulerImpl::take_local(Worker* w) noexcept {
-  Task* t = nullptr;
-  if ((w->tick + 1) % kFairnessPeriod == 0) {
-    // The periodic fairness turn (find_work does the same): the global queue first — if it has
-    // work, go through find_work, which serves it — then the local ring before runnext.
-    if (gq.size() != 0) return nullptr;
-    t = w->rq.pop_oldest();
-  }
+  const bool fairness_turn = (w->tick + 1) % kFairnessPeriod == 0;
+  // On the fairness turn the global queue goes first: if it has work, return to the worker,
+  // whose find_work serves it.
+  if (fairness_turn && gq.size() != 0) return nullptr;
+  Task* t = take_local_in_order(w, fairness_turn);
+  if (t != nullptr) ++w->tick;
+  return t;
+}
+
+Task* SchedulerImpl::take_local_in_order(Worker* w, bool fairness_turn) noexcept {
+  Task* t = fairness_turn ? w->rq.pop_oldest() : nullptr;
   if (t == nullptr) t = take_runnext(w);
   if (t == nullptr) t = w->rq.pop();
-  if (t != nullptr) ++w->tick;
   return t;
 }
 
@@ -510,16 +513,13 @@ void SchedulerImpl::reset_spinning(Worker* w) {
 
 Task* SchedulerImpl::find_work(Worker* w) {
   for (;;) {
-    Task* t = nullptr;
-    if ((++w->tick % kFairnessPeriod) == 0) {
-      // Fairness: the global queue, then the local ring, go before runnext now and then. Without
-      // it, work readied from outside, and tasks a ping-pong pair (always refilling runnext)
-      // pushed out to the ring, would wait for as long as the pair runs.
-      t = global_pop(w);
-      if (t == nullptr) t = w->rq.pop_oldest();
-    }
-    if (t == nullptr) t = take_runnext(w);
-    if (t == nullptr) t = w->rq.pop();
+    // Fairness: every kFairnessPeriod-th dispatch the global queue, then the oldest local task,
+    // go before runnext. Without it, work readied from outside, and tasks a ping-pong pair
+    // (always refilling runnext) pushed out to the local queue, would wait as long as the pair
+    // runs; and a newest-first local queue would leave its oldest task waiting (run_queue.h).
+    const bool fairness_turn = ++w->tick % kFairnessPeriod == 0;
+    Task* t = fairness_turn ? global_pop(w) : nullptr;
+    if (t == nullptr) t = take_local_in_order(w, fairness_turn);
     if (t == nullptr) t = global_pop(w);
     if (t == nullptr && nworkers > 1) {
       if (!w->spinning) {

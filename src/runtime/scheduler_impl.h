@@ -94,6 +94,9 @@ struct SchedulerImpl {
   void settle(Worker* w, Task* prev) noexcept;
   // A task of w's own to switch to directly, or nullptr (fiber_switch.h: take_hand_off).
   Task* take_local(Worker* w) noexcept;
+  // The local part of the dispatch order, shared by find_work and take_local: on the fairness
+  // turn the oldest local task, then runnext, then the newest local task. Owner only.
+  Task* take_local_in_order(Worker* w, bool fairness_turn) noexcept;
   // Empties w's runnext slot; returns what it held. Owner only.
   Task* take_runnext(Worker* w) noexcept;
   void task_finished(Worker* w, Task* t);
