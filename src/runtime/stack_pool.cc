@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 
@@ -96,10 +97,28 @@ constexpr std::size_t kCompactPerChunk = 256;
 #define MADV_GUARD_INSTALL 102
 #endif
 
-// 1: the kernel has guard markers, 0: it has not, -1: not probed yet.
+// 1: the kernel has guard markers, 0: it has not (or CHANFLOW_STACK_GUARD_MARKERS=0 turned them
+// off), -1: not probed yet.
 std::atomic<int> g_guard_markers{-1};
 
 }  // namespace
+
+bool guard_markers_available() noexcept {
+  const int known = g_guard_markers.load(std::memory_order_relaxed);
+  if (known >= 0) return known == 1;
+  bool ok = false;
+  const char* env = std::getenv("CHANFLOW_STACK_GUARD_MARKERS");
+  if (env == nullptr || std::strcmp(env, "0") != 0) {
+    const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+    void* m = mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m != MAP_FAILED) {
+      ok = madvise(m, page, MADV_GUARD_INSTALL) == 0;
+      munmap(m, 2 * page);
+    }
+  }
+  g_guard_markers.store(ok ? 1 : 0, std::memory_order_relaxed);  // racing probes agree
+  return ok;
+}
 
 StackPool::StackPool(std::size_t usable, StackGuard mode)
     : page_(static_cast<std::size_t>(sysconf(_SC_PAGESIZE))), mode_(mode) {
@@ -118,7 +137,7 @@ StackPool::~StackPool() {
 }
 
 bool StackPool::grow_marked() {
-  if (g_guard_markers.load(std::memory_order_relaxed) == 0) return false;
+  if (!guard_markers_available()) return false;
   const std::size_t n = kCompactPerChunk;
   const std::size_t slot = usable_ + page_;
   const std::size_t bytes = n * slot;
@@ -142,7 +161,6 @@ bool StackPool::grow_marked() {
     CHANFLOW_THROW(Error) << "green thread stacks: installing a guard page failed: "
                           << std::strerror(err);
   }
-  g_guard_markers.store(1, std::memory_order_relaxed);
   add_chunk(base, n, slot, page_, false);
   return true;
 }

@@ -28,6 +28,11 @@ struct StackSlot {
   char* bottom() const noexcept { return base + guard; }
 };
 
+// Whether stacks get their guard pages from madvise(MADV_GUARD_INSTALL) (Linux 6.13+): probed
+// once per process. CHANFLOW_STACK_GUARD_MARKERS=0 in the environment forces the fallback of older
+// kernels (mprotect'ed guard pages within the budget, then canaries), which tests use to cover it.
+bool guard_markers_available() noexcept;
+
 inline constexpr std::uint64_t kStackCanary = 0x6368616e666c6f77ULL;  // "chanflow"
 // Words of canary at the low end of a compact stack. Several, because an overflowing frame may
 // leave a few bytes unwritten exactly where one word sits.

@@ -143,20 +143,14 @@ TEST(StackPoolTrim, OnlyStacksIdleForAWholePeriodBeyondTheWarmSetAreReturned) {
 
 namespace {
 // Whether this kernel has madvise guard markers (Linux 6.13+), probed like the pool does.
-bool kernel_has_guard_markers() {
-  const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
-  void* m = mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (m == MAP_FAILED) return false;
-  const bool ok = madvise(m, page, 102 /* MADV_GUARD_INSTALL */) == 0;
-  munmap(m, 2 * page);
-  return ok;
-}
+using cf::detail::guard_markers_available;
 }  // namespace
 
 // With guard markers every stack is guarded, far beyond the mprotect budget (about 12k stacks):
 // kAlways does not run out, and no stack is compact.
 TEST(StackPoolGuards, EveryStackGuardedBeyondTheMappingBudget) {
-  if (!kernel_has_guard_markers()) GTEST_SKIP() << "kernel without MADV_GUARD_INSTALL (< 6.13)";
+  if (!guard_markers_available())
+    GTEST_SKIP() << "no MADV_GUARD_INSTALL (kernel < 6.13, or turned off)";
   using cf::detail::StackPool;
   using cf::detail::StackSlot;
   StackPool pool(16 * 1024, cf::StackGuard::kAlways);
@@ -167,10 +161,52 @@ TEST(StackPoolGuards, EveryStackGuardedBeyondTheMappingBudget) {
   for (const StackSlot& s : slots) pool.release(s);
 }
 
+// Without guard markers (Debian 12's own 6.1 kernel, for one) a guard page is an mprotect'ed page
+// costing two kernel mappings, taken from a process-wide budget: kAuto guards stacks while the
+// budget lasts and then hands out compact ones (canary-checked); kAlways refuses once it is gone;
+// a pool's destruction gives its guards back. CTest runs this in `runtime_stack_fallback_test`,
+// with CHANFLOW_STACK_GUARD_MARKERS=0.
+TEST(StackPoolGuards, WithoutMarkersGuardsWithinTheBudgetThenGoesCompact) {
+  if (guard_markers_available())
+    GTEST_SKIP() << "guard markers in use; see runtime_stack_fallback_test";
+  using cf::detail::StackPool;
+  using cf::detail::StackSlot;
+  const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  {
+    StackPool pool(16 * 1024, cf::StackGuard::kAuto);
+    std::vector<StackSlot> slots;
+    std::size_t guarded = 0;
+    std::size_t first_compact = 0;
+    for (std::size_t i = 0; i < 30'000; ++i) {  // the budget is about 12k guard pages
+      slots.push_back(pool.acquire());
+      if (slots.back().guard == page) {
+        ++guarded;
+        ASSERT_EQ(first_compact, 0u) << "a guarded stack after a compact one, at " << i;
+      } else {
+        ASSERT_EQ(slots.back().guard, 0u);
+        EXPECT_TRUE(cf::detail::canary_intact(slots.back().base));
+        if (first_compact == 0) first_compact = i + 1;
+      }
+    }
+    EXPECT_GT(guarded, 1000u);
+    EXPECT_GT(first_compact, 0u) << "30,000 stacks never exhausted the guard budget";
+    // The budget is spent: a kAlways pool cannot guard its first stack.
+    StackPool strict(16 * 1024, cf::StackGuard::kAlways);
+    EXPECT_THROW((void)strict.acquire(), cf::Error);
+    for (const StackSlot& s : slots) pool.release(s);
+  }
+  // The kAuto pool is gone and its guards with it: kAlways works again.
+  StackPool strict(16 * 1024, cf::StackGuard::kAlways);
+  const StackSlot s = strict.acquire();
+  EXPECT_EQ(s.guard, page);
+  strict.release(s);
+}
+
 // The 20,001st green thread (past the mprotect budget, where kAuto used to hand out compact
 // stacks) overflows into a guard page: reported at once, by name, not by a late canary check.
 TEST(StackDeathTest, OverflowPastTheMappingBudgetStillHitsAGuardPage) {
-  if (!kernel_has_guard_markers()) GTEST_SKIP() << "kernel without MADV_GUARD_INSTALL (< 6.13)";
+  if (!guard_markers_available())
+    GTEST_SKIP() << "no MADV_GUARD_INSTALL (kernel < 6.13, or turned off)";
 #if defined(CHANFLOW_TSAN)
   GTEST_SKIP() << "20,000 live green threads exceed TSan's 8128 fibers (docs/runtime.md); the "
                   "pool-level test above covers the guards";
