@@ -82,8 +82,10 @@ class RunQueue {
     if (left > 0) return task;
     // The last task: race the thieves for it on top. Empty afterwards either way.
     const bool won = top_.compare_exchange_strong(t, t + 1, std::memory_order_seq_cst,
-                                                  std::memory_order_relaxed);
-    bottom_.store(b, std::memory_order_relaxed);
+                                                  std::memory_order_acquire);
+    // release (and the acquire above): a thief that reads this bottom also sees what our CAS saw
+    // of top. Relaxed left a formal load-buffering case; the instructions are the same on x86.
+    bottom_.store(b, std::memory_order_release);
     return won ? task : nullptr;
   }
 

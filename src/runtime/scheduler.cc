@@ -45,15 +45,30 @@ inline void bump(std::atomic<uint64_t>& c) noexcept {
   c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_release);
 }
 
-// Every this many dispatches a worker serves its global queue, then its local ring, before its
-// runnext slot (Go: 61).
+// Every this many dispatches is a fairness turn (Go: 61), on which a worker looks past its runnext
+// slot and its newest local task. The turns alternate: the global queue's head first, then the
+// oldest local task first. Both must get turns of their own: yield() keeps the global queue
+// non-empty, and when the global queue went first on every turn, 61 yield loops on one worker
+// starved the oldest local task forever (a review found it).
 constexpr uint32_t kFairnessPeriod = 61;
+
+enum class Turn { kNormal, kGlobalFirst, kOldestLocalFirst };
+
+Turn turn_of(uint32_t tick) noexcept {
+  if (tick % kFairnessPeriod != 0) return Turn::kNormal;
+  return (tick / kFairnessPeriod) % 2 == 0 ? Turn::kGlobalFirst : Turn::kOldestLocalFirst;
+}
 
 // How long a thief leaves a busy worker's runnext alone (Go: 3 µs).
 constexpr int64_t kRunnextGraceNs = 3000;
 
 // Pause iterations an idle worker polls for work before it sleeps (tens of microseconds).
 constexpr int kIdleSpins = 2048;
+
+// Runnext backoff bounds: after a grace steal fails because its victim kept dispatching, an idle
+// worker ignores runnext slots for this long, doubling per failure in a row (see steal).
+constexpr int64_t kRunnextBackoffMinNs = 4'000;
+constexpr int64_t kRunnextBackoffMaxNs = 64'000;
 
 int64_t steady_ns() noexcept {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -279,11 +294,11 @@ void SchedulerImpl::settle(Worker* w, Task* prev) noexcept {
 }
 
 Task* SchedulerImpl::take_local(Worker* w) noexcept {
-  const bool fairness_turn = (w->tick + 1) % kFairnessPeriod == 0;
-  // On the fairness turn the global queue goes first: if it has work, return to the worker,
-  // whose find_work serves it.
-  if (fairness_turn && gq.size() != 0) return nullptr;
-  Task* t = take_local_in_order(w, fairness_turn);
+  const Turn turn = turn_of(w->tick + 1);
+  // On the global queue's fairness turn, if it has work, return to the worker, whose find_work
+  // serves it.
+  if (turn == Turn::kGlobalFirst && gq.size() != 0) return nullptr;
+  Task* t = take_local_in_order(w, turn != Turn::kNormal);
   if (t != nullptr) ++w->tick;
   return t;
 }
@@ -456,6 +471,9 @@ Task* SchedulerImpl::steal(Worker* thief, Worker* victim, bool take_runnext) {
       // run it itself: taking it would move every step of the hand-off to another CPU (a
       // cross-CPU wake-up and cold caches each time). Take it only if the victim dispatched
       // nothing meanwhile, i.e. it is busy in a long-running task.
+      thief->runnext_grace_waits.store(
+          thief->runnext_grace_waits.load(std::memory_order_relaxed) + 1,
+          std::memory_order_relaxed);
       const uint64_t seen = victim->dispatches.load(std::memory_order_relaxed);
       const int64_t until = steady_ns() + kRunnextGraceNs;
       do {
@@ -463,7 +481,19 @@ Task* SchedulerImpl::steal(Worker* thief, Worker* victim, bool take_runnext) {
         __builtin_ia32_pause();
 #endif
       } while (steady_ns() < until);
-      if (victim->dispatches.load(std::memory_order_relaxed) != seen) return nullptr;
+      if (victim->dispatches.load(std::memory_order_relaxed) != seen) {
+        // The victim hands off faster than the grace: a ping-pong, a buffered pipeline, a chain.
+        // Stealing would only move the hand-offs to another CPU, and polling its runnext and
+        // dispatch count — lines it writes on every hand-off — costs it a cache miss each time
+        // (2 workers: ping-pong 144-150 -> 108-122 ns, buffered(128) 218-224 -> 179-185 when the
+        // poller stayed away). So back off from every runnext, doubling up to 64 µs: a victim
+        // that switches to a long task gets its runnext taken within about that.
+        thief->runnext_backoff_ns =
+            std::clamp(thief->runnext_backoff_ns * 2, kRunnextBackoffMinNs, kRunnextBackoffMaxNs);
+        thief->runnext_quiet_until = steady_ns() + thief->runnext_backoff_ns;
+        return nullptr;
+      }
+      thief->runnext_backoff_ns = 0;
       return victim->runnext.exchange(nullptr, std::memory_order_acq_rel);
     }
     return nullptr;
@@ -475,10 +505,11 @@ Task* SchedulerImpl::steal(Worker* thief, Worker* victim, bool take_runnext) {
   return batch[0];
 }
 
-bool SchedulerImpl::any_work() const noexcept {
+bool SchedulerImpl::any_work(bool with_runnext) const noexcept {
   if (gq.size_seq_cst() != 0) return true;
   for (const auto& w : workers) {
-    if (!w->rq.empty() || w->runnext.load(std::memory_order_seq_cst) != nullptr) return true;
+    if (!w->rq.empty()) return true;
+    if (with_runnext && w->runnext.load(std::memory_order_seq_cst) != nullptr) return true;
   }
   return false;
 }
@@ -513,14 +544,16 @@ void SchedulerImpl::reset_spinning(Worker* w) {
 
 Task* SchedulerImpl::find_work(Worker* w) {
   for (;;) {
-    // Fairness: every kFairnessPeriod-th dispatch the global queue, then the oldest local task,
-    // go before runnext. Without it, work readied from outside, and tasks a ping-pong pair
-    // (always refilling runnext) pushed out to the local queue, would wait as long as the pair
-    // runs; and a newest-first local queue would leave its oldest task waiting (run_queue.h).
-    const bool fairness_turn = ++w->tick % kFairnessPeriod == 0;
-    Task* t = fairness_turn ? global_pop(w) : nullptr;
-    if (t == nullptr) t = take_local_in_order(w, fairness_turn);
+    // Fairness turns (turn_of): without them, work readied from outside, and tasks a ping-pong
+    // pair (always refilling runnext) pushed out to the local queue, would wait as long as the
+    // pair runs; and a newest-first local queue would leave its oldest task waiting.
+    const Turn turn = turn_of(++w->tick);
+    Task* t = turn == Turn::kGlobalFirst ? global_pop(w) : nullptr;
+    if (t == nullptr) t = take_local_in_order(w, turn != Turn::kNormal);
     if (t == nullptr) t = global_pop(w);
+    // Backing off (see steal): every runnext slot is left alone — no grace steal, no polling.
+    const bool runnext_quiet =
+        t == nullptr && w->runnext_backoff_ns != 0 && steady_ns() < w->runnext_quiet_until;
     if (t == nullptr && nworkers > 1) {
       if (!w->spinning) {
         w->spinning = true;
@@ -531,7 +564,7 @@ Task* SchedulerImpl::find_work(Worker* w) {
         for (int i = 0; i < nworkers && t == nullptr; ++i) {
           Worker* v = workers[static_cast<std::size_t>((start + i) % nworkers)].get();
           if (v == w) continue;
-          t = steal(w, v, round == 3);
+          t = steal(w, v, round == 3 && !runnext_quiet);
         }
       }
     }
@@ -548,14 +581,19 @@ Task* SchedulerImpl::find_work(Worker* w) {
 #if defined(__x86_64__) || defined(__i386__)
         __builtin_ia32_pause();
 #endif
-        if ((i & 63) == 63) found = any_work();
+        if ((i & 63) == 63) found = any_work(/*with_runnext=*/!runnext_quiet);
       }
       if (found) continue;
+      // Backing off: keep spinning, blind to runnext slots, until the backoff ends; the sleep
+      // path's re-check would see the busy runnext and come straight back anyway.
+      if (runnext_quiet) continue;
     }
     if (t != nullptr) {
+      w->runnext_backoff_ns = 0;
       reset_spinning(w);
       return t;
     }
+    w->runnext_backoff_ns = 0;  // a new era after the sleep
     // Nothing to do: sleep. Announce first, then look once more, so a push racing with us either
     // sees us idle (and wakes us) or is seen by the recheck.
     if (w->spinning) {

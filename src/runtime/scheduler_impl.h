@@ -58,6 +58,13 @@ struct Worker {
   void* after_arg = nullptr;
   bool after_is_park = false;
   bool spinning = false;
+  // Runnext backoff (owner-only; scheduler.cc, steal): after a grace steal failed because the
+  // victim kept dispatching, this idle worker leaves every runnext alone until runnext_quiet_until
+  // (steady-clock ns); runnext_backoff_ns doubles with each such failure in a row.
+  int64_t runnext_quiet_until = 0;
+  int64_t runnext_backoff_ns = 0;
+  // Grace waits this worker started as a thief (written by the owner only; tests read it).
+  std::atomic<uint64_t> runnext_grace_waits{0};
   uint32_t tick = 0;
   uint64_t rng = 0;
   void* tsan_fiber = nullptr;
@@ -86,7 +93,9 @@ struct SchedulerImpl {
   // Worker side.
   void worker_main(Worker* w);
   Task* find_work(Worker* w);
-  bool any_work() const noexcept;
+  // Whether any queue holds a task; with_runnext = false leaves out the runnext slots (which a
+  // busy worker writes on every hand-off).
+  bool any_work(bool with_runnext = true) const noexcept;
   void run_task(Worker* w, Task* t);
   // Makes t w's current task (counted as dispatched); the switch to it follows.
   void begin_run(Worker* w, Task* t) noexcept;
@@ -94,7 +103,7 @@ struct SchedulerImpl {
   void settle(Worker* w, Task* prev) noexcept;
   // A task of w's own to switch to directly, or nullptr (fiber_switch.h: take_hand_off).
   Task* take_local(Worker* w) noexcept;
-  // The local part of the dispatch order, shared by find_work and take_local: on the fairness
+  // The local part of the dispatch order, shared by find_work and take_local: on a fairness
   // turn the oldest local task, then runnext, then the newest local task. Owner only.
   Task* take_local_in_order(Worker* w, bool fairness_turn) noexcept;
   // Empties w's runnext slot; returns what it held. Owner only.

@@ -212,6 +212,43 @@ TEST(SchedulerOptions, OversizedCallableIsAnError) {
   EXPECT_THROW(s.go(*big), cf::Error);
 }
 
+// Starvation by yield loops: n green threads spin on `while (!flag) yield();` and the one that
+// sets the flag was spawned first, so it sits at the oldest end of the spawner's local queue.
+// yield() puts each looper on the global queue, which is then never empty at a fairness turn;
+// when the global queue went first on every turn, the setter never ran with 61 or more loops on
+// one worker (a review's reproducer; the turns now alternate). Returns whether the setter ran
+// before the deadline; the loops give up at the deadline, so a failure cannot hang.
+bool setter_runs_among_yield_loops(int workers, int loops_before, int loops_after) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  std::atomic<bool> flag{false};
+  std::atomic<bool> in_time{false};
+  {
+    cf::Scheduler s({.workers = workers});
+    s.go([&] {
+      auto loop = [&] {
+        while (!flag.load() && std::chrono::steady_clock::now() < deadline) cf::yield();
+      };
+      for (int i = 0; i < loops_before; ++i) cf::go(loop);
+      cf::go([&] {
+        in_time.store(std::chrono::steady_clock::now() < deadline);
+        flag.store(true);
+      });
+      for (int i = 0; i < loops_after; ++i) cf::go(loop);
+    });
+  }
+  return in_time.load();
+}
+
+TEST_P(Scheduler, OldestLocalTaskRunsAmongYieldLoops) {
+  for (int loops : {61, 200}) {
+    EXPECT_TRUE(setter_runs_among_yield_loops(GetParam(), 0, loops)) << loops << " yield loops";
+  }
+}
+
+TEST_P(Scheduler, TaskBetweenYieldLoopsRuns) {
+  EXPECT_TRUE(setter_runs_among_yield_loops(GetParam(), 100, 100));
+}
+
 INSTANTIATE_TEST_SUITE_P(Workers, Scheduler, CHANFLOW_WORKER_COUNTS);
 
 }  // namespace
@@ -365,6 +402,69 @@ TEST(SchedulerHandOff, LocalRingStillServedDuringAPingPong) {
     }
     ping.close();
     outcome.send(stop.load() ? 1 : 0);
+  });
+  EXPECT_EQ(outcome.recv(), 1) << "the green thread in the local ring never ran";
+}
+
+// An idle worker next to a fast ping-pong backs off from runnext slots (scheduler.cc, steal):
+// after a grace steal fails because the victim dispatched meanwhile, it leaves every runnext alone
+// for 4 µs, doubling up to 64 µs. Without the backoff it started a 3 µs grace every few
+// microseconds for as long as the pair ran, and its polling of the lines the busy worker writes
+// on every hand-off cost that worker a cache miss each time.
+TEST(SchedulerRunnextBackoff, IdleWorkerStaysAwayFromABusyPingPong) {
+  constexpr int kRounds = 200'000;
+  cf::Scheduler s({.workers = 2});
+  auto ping = cf::make_chan<int>();
+  auto pong = cf::make_chan<int>();
+  auto done = cf::make_chan<double>(1);
+  s.go([ping, pong]() mutable {
+    while (auto v = ping.recv()) pong.send(*v);
+  });
+  s.go([ping, pong, done]() mutable {
+    const auto t = std::chrono::steady_clock::now();
+    for (int i = 0; i < kRounds; ++i) {
+      ping.send(i);
+      pong.recv();
+    }
+    ping.close();
+    done.send(
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t).count());
+  });
+  const double elapsed_us = *done.recv();
+  uint64_t waits = 0;
+  for (const auto& w : s.impl()->workers) waits += w->runnext_grace_waits.load();
+  // At most one grace per 64 µs once backed off (after 4 + 8 + 16 + 32 µs): allow one per 20.
+  EXPECT_LT(static_cast<double>(waits), elapsed_us / 20 + 20)
+      << waits << " grace waits in " << elapsed_us << " µs";
+}
+
+// The same with a yield loop running beside the pair: it keeps the global queue non-empty at every
+// fairness turn, so the local queue needs turns of its own (before they alternated, the ring's
+// green thread did not run during 26M rounds).
+TEST(SchedulerHandOff, LocalRingStillServedDuringAPingPongBesideAYielder) {
+  constexpr int kMaxRounds = 2'000'000;
+  std::atomic<bool> stop{false};  // before the scheduler: outlives its green threads
+  cf::Scheduler s({.workers = 1});
+  auto ping = cf::make_chan<int>();
+  auto pong = cf::make_chan<int>();
+  auto outcome = cf::make_chan<int>(1);
+  s.go([&stop] {
+    while (!stop.load()) cf::yield();
+  });
+  s.go([ping, pong]() mutable {
+    while (auto v = ping.recv()) pong.send(*v);
+  });
+  s.go([ping, pong, outcome, &stop]() mutable {
+    cf::go([&stop] { stop.store(true); });  // runnext, until the first send displaces it
+    int rounds = 0;
+    for (; rounds < kMaxRounds && !stop.load(); ++rounds) {
+      ping.send(rounds);
+      pong.recv();
+    }
+    ping.close();
+    const bool ran = stop.load();
+    stop.store(true);  // ends the yield loop either way
+    outcome.send(ran ? 1 : 0);
   });
   EXPECT_EQ(outcome.recv(), 1) << "the green thread in the local ring never ran";
 }

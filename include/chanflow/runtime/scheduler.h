@@ -145,8 +145,9 @@ void go(std::string name, F&& fn) {
   detail::scheduler_for_go().go(std::move(name), std::forward<F>(fn));
 }
 
-// Lets other green threads run: the caller goes to the back of the scheduler's shared queue, so the
-// green threads ready on its worker run first. On an OS thread, yields the OS thread.
+// Lets other green threads run: the caller goes to the back of the scheduler's shared queue (Go's
+// Gosched), so the green threads ready on its worker usually run first (a periodic fairness turn
+// may serve the shared queue sooner). On an OS thread, yields the OS thread.
 CHANFLOW_API void yield();
 // Parks the calling green thread (only it, not its worker) for at least d; sleeps an OS thread.
 CHANFLOW_API void sleep_for(std::chrono::nanoseconds d);
