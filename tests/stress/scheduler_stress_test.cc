@@ -30,6 +30,11 @@ std::atomic<int> g_phase{-1};
 // Repetitions of each case: 1, or 20 with CHANFLOW_STRESS_LONG set.
 int reps() { return std::getenv("CHANFLOW_STRESS_LONG") != nullptr ? 20 : 1; }
 
+// Sanitizer builds run smaller shapes (CHANFLOW_TEST_SHORT=1, set by tests/stress/CMakeLists.txt):
+// under TSan every green thread is a TSan fiber, milliseconds to create.
+bool short_run() { return std::getenv("CHANFLOW_TEST_SHORT") != nullptr; }
+int tree_depth(int full) { return short_run() ? full - 1 : full; }
+
 // Aborts the process, naming the case and its progress, if a case does not finish in time: a hang
 // is reported as what it is rather than as a CTest timeout.
 class Watchdog {
@@ -158,19 +163,19 @@ void run_tree(int workers, int fanout, int depth, int mode, int leaf_yields, boo
 
 TEST_P(SchedulerStress, SkynetTreeChannel) {
   Watchdog wd("SkynetTreeChannel");
-  for (int r = 0; r < reps(); ++r) run_tree(workers(), 10, 4, 0, 0, false);
+  for (int r = 0; r < reps(); ++r) run_tree(workers(), 10, tree_depth(4), 0, 0, false);
 }
 
 TEST_P(SchedulerStress, SkynetTreeWaitGroupYieldingLeaves) {
   Watchdog wd("SkynetTreeWaitGroupYieldingLeaves");
-  for (int r = 0; r < reps(); ++r) run_tree(workers(), 8, 4, 1, 3, false);
+  for (int r = 0; r < reps(); ++r) run_tree(workers(), 8, tree_depth(4), 1, 3, false);
 }
 
 TEST_P(SchedulerStress, SkynetTreeSpawnForOthers) {
   Watchdog wd("SkynetTreeSpawnForOthers");
   for (int r = 0; r < reps(); ++r) {
-    run_tree(workers(), 10, 4, 0, 1, true);
-    run_tree(workers(), 6, 5, 1, 0, true);
+    run_tree(workers(), 10, tree_depth(4), 0, 1, true);
+    run_tree(workers(), 6, tree_depth(5), 1, 0, true);
   }
 }
 
@@ -179,7 +184,7 @@ TEST_P(SchedulerStress, SkynetTreeSpawnForOthers) {
 TEST_P(SchedulerStress, WideFanOutOverflowsTheRing) {
   Watchdog wd("WideFanOutOverflowsTheRing");
   constexpr int kParents = 4;
-  constexpr int kChildren = 1500;
+  const int kChildren = short_run() ? 300 : 1500;  // 300: still more than the ring holds
   for (int r = 0; r < reps(); ++r) {
     Counts counts(static_cast<std::size_t>(kParents * kChildren));
     {
@@ -187,12 +192,12 @@ TEST_P(SchedulerStress, WideFanOutOverflowsTheRing) {
       cf::WaitGroup all;
       all.add(kParents);
       for (int p = 0; p < kParents; ++p) {
-        s.go([&counts, &all, p] {
+        s.go([&counts, &all, p, kChildren] {
           cf::WaitGroup wg;
           wg.add(kChildren);
           auto gate = cf::make_chan<int>(kChildren);
           for (int c = 0; c < kChildren; ++c) {
-            cf::go([&counts, &wg, gate, p, c] {
+            cf::go([&counts, &wg, gate, p, c, kChildren] {
               counts.ran[static_cast<std::size_t>(p * kChildren + c)].fetch_add(1);
               if (c % 2 == 0) cf::yield();
               if (c % 5 == 0) gate.send(c);
@@ -284,20 +289,21 @@ TEST_P(SchedulerStress, YieldersWaitForASetterBehindNewerWork) {
 TEST_P(SchedulerStress, OsThreadSpawnsRaceGreenTrees) {
   Watchdog wd("OsThreadSpawnsRaceGreenTrees");
   constexpr int kThreads = 3;
-  constexpr int kPerThread = 2000;
+  const int kPerThread = short_run() ? 300 : 2000;
   Counts counts(static_cast<std::size_t>(kThreads * kPerThread));
-  const std::size_t tn = tree_size(6, 4);
+  const int depth = tree_depth(4);
+  const std::size_t tn = tree_size(6, depth);
   Counts tcounts(tn);
-  TreeCfg cfg{6, 4, 0, 1, false, &tcounts};
+  TreeCfg cfg{6, depth, 0, 1, false, &tcounts};
   {
     cf::Scheduler s({.workers = workers()});
     auto result = cf::make_chan<uint64_t>(1);
     s.go([&cfg, result] { result.send(tree_node(cfg, 0, cfg.depth)); });
     std::vector<std::thread> ths;
     for (int t = 0; t < kThreads; ++t) {
-      ths.emplace_back([&s, &counts, t] {
+      ths.emplace_back([&s, &counts, t, kPerThread] {
         for (int i = 0; i < kPerThread; ++i) {
-          s.go([&counts, t, i] {
+          s.go([&counts, t, i, kPerThread] {
             counts.ran[static_cast<std::size_t>(t * kPerThread + i)].fetch_add(1);
             if (i % 3 == 0) cf::yield();
           });
