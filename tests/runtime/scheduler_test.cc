@@ -382,14 +382,24 @@ TEST(SchedulerHandOff, GlobalQueueStillServedDuringAPingPong) {
 
 // The same for the local ring: on the only worker, a green thread pushed out of runnext into the
 // ring (here: spawned, then displaced when the spawner wakes its partner) still runs while the
-// pair keeps refilling runnext, on the worker's periodic fairness turn.
-TEST(SchedulerHandOff, LocalRingStillServedDuringAPingPong) {
+// pair keeps refilling runnext, on the worker's periodic fairness turn. With `beside_a_yielder`,
+// a yield loop keeps the global queue non-empty at every fairness turn, so the local queue needs
+// turns of its own (before they alternated, the ring's green thread did not run in 26M rounds).
+// Returns whether the ring's green thread ran.
+namespace {
+
+bool local_ring_served_during_a_ping_pong(bool beside_a_yielder) {
   constexpr int kMaxRounds = 2'000'000;
   std::atomic<bool> stop{false};  // before the scheduler: outlives its green threads
   cf::Scheduler s({.workers = 1});
   auto ping = cf::make_chan<int>();
   auto pong = cf::make_chan<int>();
   auto outcome = cf::make_chan<int>(1);
+  if (beside_a_yielder) {
+    s.go([&stop] {
+      while (!stop.load()) cf::yield();
+    });
+  }
   s.go([ping, pong]() mutable {
     while (auto v = ping.recv()) pong.send(*v);
   });
@@ -401,9 +411,23 @@ TEST(SchedulerHandOff, LocalRingStillServedDuringAPingPong) {
       pong.recv();
     }
     ping.close();
-    outcome.send(stop.load() ? 1 : 0);
+    const bool ran = stop.load();
+    stop.store(true);  // ends the yield loop either way
+    outcome.send(ran ? 1 : 0);
   });
-  EXPECT_EQ(outcome.recv(), 1) << "the green thread in the local ring never ran";
+  return outcome.recv() == 1;
+}
+
+}  // namespace
+
+TEST(SchedulerHandOff, LocalRingStillServedDuringAPingPong) {
+  EXPECT_TRUE(local_ring_served_during_a_ping_pong(/*beside_a_yielder=*/false))
+      << "the green thread in the local ring never ran";
+}
+
+TEST(SchedulerHandOff, LocalRingStillServedDuringAPingPongBesideAYielder) {
+  EXPECT_TRUE(local_ring_served_during_a_ping_pong(/*beside_a_yielder=*/true))
+      << "the green thread in the local ring never ran";
 }
 
 // An idle worker next to a fast ping-pong backs off from runnext slots (scheduler.cc, steal):
@@ -436,35 +460,4 @@ TEST(SchedulerRunnextBackoff, IdleWorkerStaysAwayFromABusyPingPong) {
   // At most one grace per 64 µs once backed off (after 4 + 8 + 16 + 32 µs): allow one per 20.
   EXPECT_LT(static_cast<double>(waits), elapsed_us / 20 + 20)
       << waits << " grace waits in " << elapsed_us << " µs";
-}
-
-// The same with a yield loop running beside the pair: it keeps the global queue non-empty at every
-// fairness turn, so the local queue needs turns of its own (before they alternated, the ring's
-// green thread did not run during 26M rounds).
-TEST(SchedulerHandOff, LocalRingStillServedDuringAPingPongBesideAYielder) {
-  constexpr int kMaxRounds = 2'000'000;
-  std::atomic<bool> stop{false};  // before the scheduler: outlives its green threads
-  cf::Scheduler s({.workers = 1});
-  auto ping = cf::make_chan<int>();
-  auto pong = cf::make_chan<int>();
-  auto outcome = cf::make_chan<int>(1);
-  s.go([&stop] {
-    while (!stop.load()) cf::yield();
-  });
-  s.go([ping, pong]() mutable {
-    while (auto v = ping.recv()) pong.send(*v);
-  });
-  s.go([ping, pong, outcome, &stop]() mutable {
-    cf::go([&stop] { stop.store(true); });  // runnext, until the first send displaces it
-    int rounds = 0;
-    for (; rounds < kMaxRounds && !stop.load(); ++rounds) {
-      ping.send(rounds);
-      pong.recv();
-    }
-    ping.close();
-    const bool ran = stop.load();
-    stop.store(true);  // ends the yield loop either way
-    outcome.send(ran ? 1 : 0);
-  });
-  EXPECT_EQ(outcome.recv(), 1) << "the green thread in the local ring never ran";
 }
