@@ -50,9 +50,9 @@
 #include <nlohmann/json.hpp>
 #include <span>
 
+#include "chanflow/core/detail/spinlock.h"
 #include "chanflow/runtime/chan.h"
 #include "chanflow/runtime/detail/block_hook.h"
-#include "chanflow/runtime/detail/spinlock.h"
 #include "chanflow/runtime/scheduler.h"
 #include "chanflow/runtime/select.h"
 #include "chanflow/runtime/wait_group.h"

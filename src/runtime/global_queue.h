@@ -17,7 +17,7 @@
 #include <mutex>
 #include <new>
 
-#include "chanflow/runtime/detail/spinlock.h"
+#include "chanflow/core/detail/spinlock.h"
 #include "task.h"
 
 namespace chanflow::detail {

@@ -7,7 +7,7 @@
 #include <thread>
 #include <vector>
 
-#include "chanflow/runtime/detail/spinlock.h"
+#include "chanflow/core/detail/spinlock.h"
 #include "chanflow/runtime/scheduler.h"
 #include "global_queue.h"
 #include "run_queue.h"

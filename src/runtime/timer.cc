@@ -6,7 +6,7 @@
 #include <thread>
 #include <vector>
 
-#include "chanflow/runtime/detail/spinlock.h"
+#include "chanflow/core/detail/spinlock.h"
 #include "chanflow/runtime/scheduler.h"
 #include "chanflow/runtime/timer.h"
 #include "deadlock.h"

@@ -10,8 +10,8 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "chanflow/core/detail/spinlock.h"
 #include "chanflow/core/error.h"
-#include "chanflow/runtime/detail/spinlock.h"
 #include "task.h"
 #include "trace_impl.h"
 

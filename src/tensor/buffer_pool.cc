@@ -16,6 +16,7 @@
 #include <mutex>
 #include <vector>
 
+#include "chanflow/core/detail/spinlock.h"
 #include "chanflow/core/error.h"
 #include "chanflow/tensor/buffer_cache.h"
 
@@ -89,23 +90,9 @@ Pool& pool() noexcept {
   return *kPool;
 }
 
-// A lock for the thread caches' short critical sections (a few loads and stores).
-class SpinLock {
- public:
-  void lock() noexcept {
-    while (flag_.exchange(true, std::memory_order_acquire)) {
-      while (flag_.load(std::memory_order_relaxed)) {
-      }
-    }
-  }
-  void unlock() noexcept { flag_.store(false, std::memory_order_release); }
-
- private:
-  std::atomic<bool> flag_{false};
-};
-
-// A thread's own cache. Its owner takes `mu` around every access (uncontended: a lock on a line
-// only this CPU writes); other threads take it only to shrink the cache or read its counters.
+// A thread's own cache. Its owner takes `mu` (detail::SpinLock) around every access (uncontended: a
+// lock on a line only this CPU writes); other threads take it only to shrink the cache or read its
+// counters.
 constexpr int kThreadSlots = 4;
 constexpr int64_t kThreadShare = 8;  // a thread holds at most limit / kThreadShare bytes
 

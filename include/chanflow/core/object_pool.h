@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "chanflow/core/detail/spinlock.h"
 #include "chanflow/core/object.h"
 
 namespace chanflow {
@@ -73,16 +74,10 @@ class ObjectPool {
   static constexpr size_t kShards = 8;
 
   struct alignas(64) Shard {
-    std::atomic<bool> locked{false};
+    detail::SpinLock mu;  // the lock hands the list's contents over (acquire / release)
     std::vector<Chunk*> free;
-    void lock() noexcept {
-      // Acquire pairs with unlock's release: the list's contents are handed over with the lock.
-      while (locked.exchange(true, std::memory_order_acquire)) {
-        while (locked.load(std::memory_order_relaxed)) {
-        }
-      }
-    }
-    void unlock() noexcept { locked.store(false, std::memory_order_release); }
+    void lock() noexcept { mu.lock(); }
+    void unlock() noexcept { mu.unlock(); }
   };
 
   // Reference counted by the ObjectPool handle and by every chunk in existence (cached or holding

@@ -7,8 +7,8 @@
 
 #include <cstdint>
 
+#include "chanflow/core/detail/spinlock.h"
 #include "chanflow/core/export.h"
-#include "chanflow/runtime/detail/spinlock.h"
 #include "chanflow/runtime/detail/wait.h"
 
 namespace chanflow {

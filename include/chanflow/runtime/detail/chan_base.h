@@ -17,8 +17,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "chanflow/core/detail/spinlock.h"
 #include "chanflow/core/export.h"
-#include "chanflow/runtime/detail/spinlock.h"
 #include "chanflow/runtime/detail/wait.h"
 
 namespace chanflow::detail {

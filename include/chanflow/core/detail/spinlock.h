@@ -1,4 +1,5 @@
-// spinlock.h — the short lock guarding a channel, a wait queue or the timer heap (private).
+// spinlock.h — the short lock guarding a channel, a wait queue, the timer heap, an object pool's
+// shard or a tensor buffer cache (private; shared by the core, tensor and runtime layers).
 //
 // Critical sections under it are a few dozen instructions and never block or switch fibers, so
 // spinning is cheaper than a futex-backed mutex. A parking green thread keeps the lock across its
@@ -36,7 +37,8 @@ class SpinLock {
   void unlock() noexcept { flag_.store(false, std::memory_order_release); }
 
  private:
-  void lock_slow() noexcept {
+  // Out of line and cold: the callers inline only the uncontended exchange.
+  [[gnu::noinline, gnu::cold]] void lock_slow() noexcept {
     for (unsigned spins = 0;; ++spins) {
       while (flag_.load(std::memory_order_relaxed)) {
         if (spins < kSpinPauses) {
