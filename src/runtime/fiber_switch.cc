@@ -127,6 +127,10 @@ void enter_task(Worker* w, Task* t) noexcept {
 }
 
 void leave_task(Task* t, Task* next) noexcept {
+  // Where and when t switched out: what a worker about to resume it prefetches, and whether it
+  // needs to (task.h: resume_lines; scheduler.cc: prefetch_if_cold).
+  t->resume_sp = __builtin_frame_address(0);
+  t->park_tick = t->worker->dispatches.load(std::memory_order_relaxed);
   boost::context::fiber from = switch_from_task(t->worker, next, &t->asan_fake);
   san::finish_switch(t->asan_fake, nullptr, nullptr);
   land(t, std::move(from));

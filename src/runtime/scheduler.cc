@@ -259,6 +259,30 @@ void SchedulerImpl::worker_main(Worker* w) {
   t_worker = nullptr;
 }
 
+namespace {
+
+// Dispatches after which a task's stack lines are assumed to have left the worker's private
+// caches (its L1 and L2 hold the lines of a few hundred small green threads).
+constexpr uint64_t kWarmDispatches = 64;
+
+// Whether the lines t resumes into are likely cold on w: t parked on another worker, or on w
+// longer ago than kWarmDispatches. A ping-pong partner (parked one dispatch ago) is warm.
+inline bool resume_cold_on(const Worker* w, const Task* t) noexcept {
+  return t->worker != w ||
+         w->dispatches.load(std::memory_order_relaxed) - t->park_tick > kWarmDispatches;
+}
+
+// Called where a task is picked to run on w soon: as it enters runnext (the waker still finishes
+// its step first, which covers the misses), and as a worker takes it from a queue or another
+// worker. The misses of a cold stack are then taken together rather than one by one as the
+// resumed code reaches each line. Returns t.
+inline Task* prefetch_if_cold(const Worker* w, Task* t) noexcept {
+  if (resume_cold_on(w, t)) prefetch_lines(resume_lines(t));
+  return t;
+}
+
+}  // namespace
+
 void SchedulerImpl::begin_run(Worker* w, Task* t) noexcept {
   w->dispatches.store(w->dispatches.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   w->current = t;
@@ -305,8 +329,13 @@ Task* SchedulerImpl::take_local(Worker* w) noexcept {
 
 Task* SchedulerImpl::take_local_in_order(Worker* w, bool fairness_turn) noexcept {
   Task* t = fairness_turn ? w->rq.pop_oldest() : nullptr;
-  if (t == nullptr) t = take_runnext(w);
-  if (t == nullptr) t = w->rq.pop();
+  if (t == nullptr) t = take_runnext(w);  // prefetched as it entered runnext
+  if (t == nullptr) {
+    t = w->rq.pop();
+    if (t != nullptr) prefetch_if_cold(w, t);
+  } else if (fairness_turn) {
+    prefetch_if_cold(w, t);
+  }
   return t;
 }
 
@@ -398,6 +427,7 @@ void SchedulerImpl::ready_from(Worker* w, Task* t, bool is_new) {
     if (nworkers == 1) {
       // No thief can touch runnext, and the only worker is this one, awake: no atomic
       // exchange, no wake-up (each was a full barrier on the ping-pong path).
+      prefetch_if_cold(w, t);
       Task* old = w->runnext.load(std::memory_order_relaxed);
       w->runnext.store(t, std::memory_order_relaxed);
       if (old != nullptr) local_push(w, old);
@@ -413,6 +443,7 @@ void SchedulerImpl::ready_from(Worker* w, Task* t, bool is_new) {
     // runnext in any_work), so no separate fence is needed. A full fence on every wake-up was a
     // third of the 2-worker ping-pong's extra cost over 1 worker. A displaced task goes to the
     // ring, whose tail store is only a release: that case keeps the fence.
+    prefetch_if_cold(w, t);
     Task* old = w->runnext.exchange(t, std::memory_order_seq_cst);
     if (old != nullptr) {
       local_push(w, old);
@@ -458,7 +489,7 @@ Task* SchedulerImpl::global_pop(Worker* w) {
     CHANFLOW_DCHECK(ok);
     (void)ok;
   }
-  return batch[0];
+  return prefetch_if_cold(w, batch[0]);
 }
 
 Task* SchedulerImpl::steal(Worker* thief, Worker* victim, bool take_runnext) {
@@ -494,7 +525,8 @@ Task* SchedulerImpl::steal(Worker* thief, Worker* victim, bool take_runnext) {
         return nullptr;
       }
       thief->runnext_backoff_ns = 0;
-      return victim->runnext.exchange(nullptr, std::memory_order_acq_rel);
+      Task* t = victim->runnext.exchange(nullptr, std::memory_order_acq_rel);
+      return t != nullptr ? prefetch_if_cold(thief, t) : nullptr;
     }
     return nullptr;
   }
@@ -502,7 +534,7 @@ Task* SchedulerImpl::steal(Worker* thief, Worker* victim, bool take_runnext) {
     bool ok = thief->rq.push(batch[i]);
     if (!ok) global_push(batch[i]);
   }
-  return batch[0];
+  return prefetch_if_cold(thief, batch[0]);
 }
 
 bool SchedulerImpl::any_work(bool with_runnext) const noexcept {

@@ -19,6 +19,11 @@ struct Task {
   boost::context::fiber ctx;  // the suspended green thread (empty while it runs)
   SchedulerImpl* sched = nullptr;
   Worker* worker = nullptr;  // the worker running it; valid only while it runs
+  // Near the stack pointer it was suspended at (set as it switches out; null before its first
+  // run): the frames it resumes into start here (resume_lines).
+  void* resume_sp = nullptr;
+  // Its worker's dispatch count when it switched out: how long ago, in that worker's terms.
+  uint64_t park_tick = 0;
   void (*run)(void*) = nullptr;
   void (*destroy)(void*) = nullptr;
   void* fn = nullptr;  // the user's callable, stored on this stack
@@ -39,6 +44,32 @@ inline Task* task_at(char* top) noexcept {
   auto addr = reinterpret_cast<std::uintptr_t>(top) - sizeof(Task);
   addr &= ~static_cast<std::uintptr_t>(63);
   return reinterpret_cast<Task*>(addr);
+}
+
+// Bytes of a suspended task's stack, from its resume_sp up, that are loaded ahead of resuming it.
+inline constexpr std::size_t kResumePrefetchBytes = 1024;
+
+// A span of a stack, [from, to).
+struct StackLines {
+  const char* from = nullptr;
+  const char* to = nullptr;
+};
+
+// The lines a suspended task touches first when it resumes: its saved registers just below
+// resume_sp and the frames of the park it returns through, up to its header. Empty for a task
+// that never ran.
+inline StackLines resume_lines(const Task* t) noexcept {
+  const char* sp = static_cast<const char*>(t->resume_sp);
+  if (sp == nullptr) return {};
+  const char* end = sp + kResumePrefetchBytes;
+  const char* const header_end = reinterpret_cast<const char*>(t + 1);
+  if (end > header_end) end = header_end;
+  return {sp - 128, end};
+}
+
+// Starts loading `lines` for writing; never faults, whatever the addresses hold by then.
+inline void prefetch_lines(StackLines lines) noexcept {
+  for (const char* p = lines.from; p < lines.to; p += 64) __builtin_prefetch(p, 1, 3);
 }
 
 // The name shown for a task: its own, or "#<id>".

@@ -8,6 +8,7 @@
 #include "chanflow/runtime/detail/block_hook.h"
 #include "runtime_test_util.h"
 #include "sanitizer.h"  // white-box: src/runtime (CHANFLOW_TSAN)
+#include "task.h"       // white-box: resume_lines
 
 namespace {
 
@@ -27,6 +28,28 @@ TEST_P(Scheduler, RunsManyGreenThreads) {
   wg.wait();
   EXPECT_EQ(ran.load(), kN);
   EXPECT_EQ(sched().workers(), GetParam());
+}
+
+// What a worker prefetches before a switched-out green thread runs again (task.h, resume_lines):
+// lines of the thread's own stack, from just below where it switched out up to at most its
+// header. The green thread reads its own record once resumed (nothing else writes it meanwhile).
+TEST_P(Scheduler, ResumeLinesSpanTheSwitchedOutStackUpToTheHeader) {
+  auto checked = cf::make_chan<bool>(1);
+  cf::go([checked]() mutable {
+    cf::detail::Task* t = cf::detail::current_task();
+    const cf::detail::StackLines never_ran = cf::detail::resume_lines(t);
+    cf::yield();  // always switches out
+    const cf::detail::StackLines lines = cf::detail::resume_lines(t);
+    const char* bottom = t->slot.bottom();
+    const char* header_end = reinterpret_cast<const char*>(t + 1);
+    const char* sp = static_cast<const char*>(t->resume_sp);
+    const bool ok =
+        never_ran.from == nullptr && lines.from != nullptr && bottom <= lines.from &&
+        lines.from < sp && sp < lines.to && lines.to <= header_end &&
+        static_cast<std::size_t>(lines.to - lines.from) <= cf::detail::kResumePrefetchBytes + 128;
+    checked.send(ok);
+  });
+  EXPECT_TRUE(*checked.recv());
 }
 
 TEST_P(Scheduler, GreenThreadsSpawnOnTheirOwnScheduler) {
