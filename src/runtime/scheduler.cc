@@ -737,6 +737,10 @@ void spawn_commit(Task* t, void (*run)(void*), void (*destroy)(void*)) noexcept 
   // Looked up again, not taken from spawn_begin: constructing the callable in between may have
   // parked (a copy constructor taking a cf::Mutex) and moved this green thread to another worker.
   Worker* here = s->worker_here();
+  // Where its lines are warm: a worker that takes it soon from here needs no prefetch, a thief
+  // does (prefetch_if_cold).
+  t->worker = here;
+  t->park_tick = here != nullptr ? here->dispatches.load(std::memory_order_relaxed) : 0;
   t->id = s->take_id(here);
   t->slot.owner->store(t, std::memory_order_release);  // listed: reports and teardown find it
   // Counted before it can run (and so finish): live_count never goes below the truth.

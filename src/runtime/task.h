@@ -46,8 +46,9 @@ inline Task* task_at(char* top) noexcept {
   return reinterpret_cast<Task*>(addr);
 }
 
-// Bytes of a suspended task's stack, from its resume_sp up, that are loaded ahead of resuming it.
-inline constexpr std::size_t kResumePrefetchBytes = 1024;
+// Bytes of a suspended task's stack, from just below its resume_sp up, that are loaded ahead of
+// resuming it.
+inline constexpr std::size_t kResumePrefetchBytes = 1152;
 
 // A span of a stack, [from, to).
 struct StackLines {
@@ -56,15 +57,22 @@ struct StackLines {
 };
 
 // The lines a suspended task touches first when it resumes: its saved registers just below
-// resume_sp and the frames of the park it returns through, up to its header. Empty for a task
-// that never ran.
+// resume_sp and the frames of the park it returns through, up to its header. A task that never
+// ran starts on the fiber record Boost.Context placed below its callable (make_task_fiber), then
+// reads the callable and its header. At most kResumePrefetchBytes of stack either way.
 inline StackLines resume_lines(const Task* t) noexcept {
-  const char* sp = static_cast<const char*>(t->resume_sp);
-  if (sp == nullptr) return {};
-  const char* end = sp + kResumePrefetchBytes;
+  const char* from = nullptr;
+  if (t->resume_sp != nullptr) {
+    from = static_cast<const char*>(t->resume_sp) - 128;
+  } else if (t->fn != nullptr) {
+    from = static_cast<const char*>(t->fn) - 512;
+  } else {
+    return {};
+  }
+  const char* end = from + kResumePrefetchBytes;
   const char* const header_end = reinterpret_cast<const char*>(t + 1);
   if (end > header_end) end = header_end;
-  return {sp - 128, end};
+  return {from, end};
 }
 
 // Starts loading `lines` for writing; never faults, whatever the addresses hold by then.
