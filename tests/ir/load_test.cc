@@ -210,3 +210,65 @@ TEST(ProgramLoad, FromTextStreamHonoursItsBound) {
     EXPECT_NE(std::string(e.what()).find("over.pbtxt"), std::string::npos) << e.what();
   }
 }
+
+// The text loader parses one var or op at a time when it can, and the whole message otherwise;
+// every spelling the text format allows must give the same program either way.
+TEST(ProgramLoad, EveryTextSpellingGivesTheSameProgram) {
+  // Comments and strings holding braces, quotes and '#', `:` before messages, <...> delimiters,
+  // `;`/`,` separators, a block's scalars after its ops.
+  const std::string odd = R"pb(# a program { with } braces in comments
+blocks: {
+  ops <
+    type: 'print'   # } not the end
+    inputs { parameter: "In" arguments: "x" }
+    attrs { name: "message" type: STRING s: "a}b>c{d<#e\"f'g" };
+  >
+  vars: { name: "x" type { type: LOD_TENSOR lod_tensor { tensor { data_type: FP32 dims: 2 } } } },
+  idx: 0
+  parent_idx: -1;
+  forward_block_idx: 3
+}
+blocks < idx: 1 parent_idx: 0 >
+)pb";
+  // The same in the list syntax, which the loader parses whole.
+  const std::string listed = R"pb(blocks: [
+  { idx: 0 parent_idx: -1 forward_block_idx: 3
+    vars { name: "x" type { type: LOD_TENSOR lod_tensor { tensor { data_type: FP32 dims: 2 } } } }
+    ops: [ { type: "print" inputs { parameter: "In" arguments: "x" }
+             attrs { name: "message" type: STRING s: "a}b>c{d<#e\"f'g" } } ] },
+  { idx: 1 parent_idx: 0 } ]
+)pb";
+  const cf::Program a = cf::Program::from_text(odd, "odd");
+  ASSERT_EQ(a.num_blocks(), 2u);
+  const cf::Block b0 = a.block(0);
+  EXPECT_EQ(b0->forward_block_idx, 3);
+  ASSERT_EQ(b0->vars.size(), 1u);
+  EXPECT_EQ(b0->vars[0]->name, "x");
+  ASSERT_EQ(b0->ops.size(), 1u);
+  EXPECT_EQ(b0->ops[0].type(), "print");
+  EXPECT_EQ(b0->ops[0].attr("message")->as_string(), "a}b>c{d<#e\"f'g");
+  EXPECT_EQ(a.block(1)->parent_idx, 0);
+  EXPECT_TRUE(cf::Program::from_text(listed, "listed").equals(a));
+  EXPECT_TRUE(cf::Program::from_text(a.to_text(), "printed").equals(a));
+  std::istringstream stream(odd);
+  EXPECT_TRUE(cf::Program::from_text_stream(stream, "odd").equals(a));
+}
+
+// An error found part way through a streamed load is reported as the whole parse reports it:
+// with its line, and the first error of the file.
+TEST(ProgramLoad, ErrorsAfterStreamedOpsKeepTheirPositions) {
+  std::string text = "blocks {\n  idx: 0\n  parent_idx: -1\n";
+  for (int i = 0; i < 50; ++i) text += "  ops { type: \"print\" }\n";
+  EXPECT_EQ(cf::Program::from_text(text + "}\n", "good").block(0)->ops.size(), 50u);
+  auto message = [](const std::string& t) {
+    return std::string(expect_program_error([&] { cf::Program::from_text(t, "f"); }).what());
+  };
+  // A syntax error on line 54 (an unknown field), with its column.
+  EXPECT_EQ(message(text + "  ops { type: \"print\" bogus: 1 }\n}\n").rfind("f:54:", 0), 0u);
+  // A structural error (an op without a type) on line 54, with its path.
+  const std::string structural =
+      message(text + "  ops { attrs { name: \"a\" type: INT i: 1 } }\n}\n");
+  EXPECT_EQ(structural.rfind("f:54: blocks[0].ops[50]", 0), 0u) << structural;
+  // The input ends inside the block.
+  EXPECT_EQ(message(text).rfind("f:", 0), 0u);
+}
