@@ -24,7 +24,8 @@ void ensure_reflection();
 // prefixes every message, `info` (may be null) gives line numbers. Throws ProgramError.
 class ProgramAssembler {
  public:
-  ProgramAssembler(std::string_view source, const google::protobuf::TextFormat::ParseInfoTree* info);
+  ProgramAssembler(std::string_view source,
+                   const google::protobuf::TextFormat::ParseInfoTree* info);
   ~ProgramAssembler();
   ProgramAssembler(const ProgramAssembler&) = delete;
   ProgramAssembler& operator=(const ProgramAssembler&) = delete;

@@ -366,8 +366,8 @@ class StreamingTextReader {
         if (get() != ':') return false;
         header_ += ": ";
         skip_space();
-        for (int c = peek(); c != kEnd && !is_space(c) && c != ';' && c != ',' && c != '#' &&
-                             c != '}' && c != '>';
+        for (int c = peek();
+             c != kEnd && !is_space(c) && c != ';' && c != ',' && c != '#' && c != '}' && c != '>';
              c = peek()) {
           header_.push_back(static_cast<char>(get()));
         }
@@ -463,14 +463,15 @@ Program Program::from_text_stream(std::istream& in, std::string_view source,
     const bool rewindable = start != std::istream::pos_type(-1);
     return parse_text(source, rewindable,
                       [&](int pass) -> google::protobuf::io::ZeroCopyInputStream* {
-      if (pass > 0) {
-        input.reset();
-        in.clear();
-        if (start == std::istream::pos_type(-1) || !in.seekg(start)) return nullptr;
-      }
-      input.emplace(in, max_bytes);
-      return &*input;
-    });
+                        if (pass > 0) {
+                          input.reset();
+                          in.clear();
+                          if (start == std::istream::pos_type(-1) || !in.seekg(start))
+                            return nullptr;
+                        }
+                        input.emplace(in, max_bytes);
+                        return &*input;
+                      });
   } catch (const ProgramError&) {
     if (in.bad()) CHANFLOW_THROW(Error) << "cannot read program file '" << source << "'";
     throw;

@@ -3,8 +3,8 @@
 #include <google/protobuf/descriptor.h>
 
 #include <bit>
-#include <memory>
 #include <limits>
+#include <memory>
 #include <sstream>
 #include <string_view>
 #include <type_traits>
@@ -300,8 +300,7 @@ struct ProgramAssembler::State {
   Array<OpDesc> ops;
 };
 
-ProgramAssembler::ProgramAssembler(std::string_view source,
-                                   const TextFormat::ParseInfoTree* info)
+ProgramAssembler::ProgramAssembler(std::string_view source, const TextFormat::ParseInfoTree* info)
     : state_(std::make_unique<State>(source, info)) {}
 
 ProgramAssembler::~ProgramAssembler() = default;
@@ -337,8 +336,8 @@ void ProgramAssembler::add_op(const pb::OpDesc& op) {
 
 void ProgramAssembler::end_block(const pb::BlockDesc& header) {
   check_header(header);
-  state_->blocks.push_back(Block::make(header.idx(), header.parent_idx(), state_->vars,
-                                       state_->ops, header.forward_block_idx()));
+  state_->blocks.push_back(Block::make(header.idx(), header.parent_idx(), state_->vars, state_->ops,
+                                       header.forward_block_idx()));
   state_->vars = Array<VarDesc>();
   state_->ops = Array<OpDesc>();
 }

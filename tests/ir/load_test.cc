@@ -216,7 +216,7 @@ TEST(ProgramLoad, FromTextStreamHonoursItsBound) {
 TEST(ProgramLoad, EveryTextSpellingGivesTheSameProgram) {
   // Comments and strings holding braces, quotes and '#', `:` before messages, <...> delimiters,
   // `;`/`,` separators, a block's scalars after its ops.
-  const std::string odd = R"pb(# a program { with } braces in comments
+  const std::string odd = R"txt(# a program { with } braces in comments
 blocks: {
   ops <
     type: 'print'   # } not the end
@@ -229,15 +229,15 @@ blocks: {
   forward_block_idx: 3
 }
 blocks < idx: 1 parent_idx: 0 >
-)pb";
+)txt";
   // The same in the list syntax, which the loader parses whole.
-  const std::string listed = R"pb(blocks: [
+  const std::string listed = R"txt(blocks: [
   { idx: 0 parent_idx: -1 forward_block_idx: 3
     vars { name: "x" type { type: LOD_TENSOR lod_tensor { tensor { data_type: FP32 dims: 2 } } } }
     ops: [ { type: "print" inputs { parameter: "In" arguments: "x" }
              attrs { name: "message" type: STRING s: "a}b>c{d<#e\"f'g" } } ] },
   { idx: 1 parent_idx: 0 } ]
-)pb";
+)txt";
   const cf::Program a = cf::Program::from_text(odd, "odd");
   ASSERT_EQ(a.num_blocks(), 2u);
   const cf::Block b0 = a.block(0);
