@@ -117,9 +117,7 @@ void translate(std::exception_ptr p) {
 
 }  // namespace
 
-[[noreturn]] void throw_type_error(const std::string& message) {
-  throw TypeError(message);
-}
+[[noreturn]] void throw_type_error(const std::string& message) { throw TypeError(message); }
 
 void bind_errors(py::module_& m) {
   ErrorClasses& c = g_classes;
@@ -129,8 +127,8 @@ void bind_errors(py::module_& m) {
                        "Shapes do not agree; the message names both shapes and the op.");
   c.type = make_class(m, "TypeError", {c.error, PyExc_TypeError},
                       "A value has the wrong type or dtype for the operation.");
-  c.channel_closed = make_class(m, "ChannelClosedError", {c.error},
-                                "A send on, or close of, a closed channel.");
+  c.channel_closed =
+      make_class(m, "ChannelClosedError", {c.error}, "A send on, or close of, a closed channel.");
   c.deadlock = make_class(m, "DeadlockError", {c.error},
                           "Every green thread is parked and nothing can wake the caller; the "
                           "message lists each parked green thread and what it waits on.");

@@ -140,8 +140,7 @@ void bind_executor(py::module_& m) {
              o.max_memory_bytes = max_memory;
              return std::make_unique<PyExecutor>(o);
            }),
-           py::arg("workers") = 0, py::arg("max_threads") = 1'000'000,
-           py::arg("max_memory") = -1)
+           py::arg("workers") = 0, py::arg("max_threads") = 1'000'000, py::arg("max_memory") = -1)
       .def("run", &run, py::arg("program"), py::arg("feed") = py::none(),
            py::arg("fetch") = py::none(), py::arg("timeout") = py::none(),
            "Runs block 0 of `program` and returns the fetched variables as Tensors, in fetch "

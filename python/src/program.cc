@@ -188,7 +188,8 @@ Attr make_attr(AttrType t, py::handle v, const std::string& where) {
     case AttrType::kInts: {
       py::list l = attr_list(v, t, where);
       std::vector<int64_t> out;
-      for (size_t i = 0; i < l.size(); ++i) out.push_back(attr_int(l[i], AttrType::kInt, item_where(i)));
+      for (size_t i = 0; i < l.size(); ++i)
+        out.push_back(attr_int(l[i], AttrType::kInt, item_where(i)));
       return Attr::ints(out);
     }
     case AttrType::kFloats: {
@@ -324,8 +325,8 @@ OpDesc make_op(py::handle v, int64_t block, size_t index) {
     for (size_t i = 0; i < pairs.size(); ++i) {
       py::handle pair = pairs[i];
       if (!is_list(pair) || py::len(pair) != 2) {
-        throw_type_error(w + " attrs[" + std::to_string(i) + "]: expected a (name, value) pair, got " +
-                         short_repr(pair));
+        throw_type_error(w + " attrs[" + std::to_string(i) +
+                         "]: expected a (name, value) pair, got " + short_repr(pair));
       }
       py::sequence seq = py::reinterpret_borrow<py::sequence>(pair);
       const std::string name = as_string(seq[0], w + " attrs[" + std::to_string(i) + "] name");
@@ -415,9 +416,8 @@ py::object op_schema(const std::string& type) {
   for (const ArgSpec& a : s->outputs()) outputs.append(a.name);
   py::dict attrs;
   for (const AttrSpec& a : s->attrs()) {
-    attrs[py::str(a.name)] = py::make_tuple(static_cast<int>(a.type),
-                                            a.make_default ? attr_to_python(a.make_default())
-                                                           : py::none());
+    attrs[py::str(a.name)] = py::make_tuple(
+        static_cast<int>(a.type), a.make_default ? attr_to_python(a.make_default()) : py::none());
   }
   py::dict out;
   out["inputs"] = inputs;
@@ -441,21 +441,21 @@ void bind_program(py::module_& m) {
   numpy_scalars().floating_type = np.attr("floating");
 
   py::class_<BlockRef>(m, "BlockRef", "The value of a BLOCK attribute: a block index.")
-      .def(py::init([](py::handle idx) {
-             const int64_t i = as_int64(idx, "BlockRef");
-             if (i < 0) throw py::value_error("BlockRef: block index must be >= 0, got " +
-                                              std::to_string(i));
-             return BlockRef{i};
-           }),
-           py::arg("idx"))
+      .def(
+          py::init([](py::handle idx) {
+            const int64_t i = as_int64(idx, "BlockRef");
+            if (i < 0)
+              throw py::value_error("BlockRef: block index must be >= 0, got " + std::to_string(i));
+            return BlockRef{i};
+          }),
+          py::arg("idx"))
       .def_readonly("idx", &BlockRef::idx)
       .def("__eq__",
            [](const BlockRef& a, py::handle b) {
              return py::isinstance<BlockRef>(b) && b.cast<BlockRef>().idx == a.idx;
            })
       .def("__hash__", [](const BlockRef& a) { return py::hash(py::int_(a.idx)); })
-      .def("__repr__",
-           [](const BlockRef& a) { return "BlockRef(" + std::to_string(a.idx) + ")"; });
+      .def("__repr__", [](const BlockRef& a) { return "BlockRef(" + std::to_string(a.idx) + ")"; });
 
   py::class_<Program>(m, "Program",
                       "A program (Fluid's ProgramDesc). Built by from_blocks or loaded; verified "
@@ -473,16 +473,17 @@ void bind_program(py::module_& m) {
           },
           py::arg("data"), py::arg("source") = "<binary>")
       .def_static(
-          "load", [](py::handle path) { return Program::from_file(fspath(path)); },
-          py::arg("path"), "Loads a .pbtxt/.txt/.prototxt (text) or .pb/.bin (binary) file.")
+          "load", [](py::handle path) { return Program::from_file(fspath(path)); }, py::arg("path"),
+          "Loads a .pbtxt/.txt/.prototxt (text) or .pb/.bin (binary) file.")
       .def_static("from_blocks", &from_blocks, py::arg("blocks"))
       .def("to_text", &Program::to_text)
       .def("to_binary", [](const Program& p) { return py::bytes(p.to_binary()); })
       .def(
-          "save", [](const Program& p, py::handle path) { p.save(fspath(path)); },
-          py::arg("path"), "Writes the file, its format chosen by extension as load() reads it.")
-      .def("verify", [](const Program& p) { check_program(p); },
-           "Checks the program as the executor does; raises ProgramError at the first problem.")
+          "save", [](const Program& p, py::handle path) { p.save(fspath(path)); }, py::arg("path"),
+          "Writes the file, its format chosen by extension as load() reads it.")
+      .def(
+          "verify", [](const Program& p) { check_program(p); },
+          "Checks the program as the executor does; raises ProgramError at the first problem.")
       .def_property_readonly("num_blocks", &Program::num_blocks)
       .def("__eq__",
            [](const Program& a, py::handle b) {

@@ -19,8 +19,8 @@
 #include <pybind11/numpy.h>
 
 #include <array>
-#include <bit>
 #include <atomic>
+#include <bit>
 #include <mutex>
 #include <vector>
 
@@ -53,7 +53,8 @@ bool dtype_from_numpy(const py::dtype& dt, DType* out) {
   const char order = dt.byteorder();
   // '=' native, '|' not applicable (one byte), '<' or '>' explicit: only the host's order (x86
   // and every platform Debian's NumPy runs chanflow on here is little-endian) is accepted.
-  const bool native = order == '=' || order == '|' || (order == '<') == (std::endian::native == std::endian::little);
+  const bool native = order == '=' || order == '|' ||
+                      (order == '<') == (std::endian::native == std::endian::little);
   if (!native || dt.has_fields()) return false;
   switch (kind) {
     case 'b':
@@ -196,8 +197,9 @@ Tensor import_numpy(const py::array& arr, DType d) {
 py::array view_for_writing(const Tensor& t) {
   std::vector<py::ssize_t> strides;
   for (int64_t s : t.strides()) strides.push_back(static_cast<py::ssize_t>(s * t.itemsize()));
-  return py::array(numpy_dtype(t.dtype()), std::vector<py::ssize_t>(t.shape().begin(), t.shape().end()),
-                   strides, t->raw_data(), py::none());
+  return py::array(numpy_dtype(t.dtype()),
+                   std::vector<py::ssize_t>(t.shape().begin(), t.shape().end()), strides,
+                   t->raw_data(), py::none());
 }
 
 // A copy of `arr` converted to `d` (NumPy's unsafe casting, as astype) in a fresh tensor.
@@ -211,9 +213,7 @@ Tensor copy_numpy(const py::array& arr, DType d) {
   return out;
 }
 
-bool is_numeric_kind(char kind) {
-  return kind == 'b' || kind == 'i' || kind == 'u' || kind == 'f';
-}
+bool is_numeric_kind(char kind) { return kind == 'b' || kind == 'i' || kind == 'u' || kind == 'f'; }
 
 // ---- the Python class ----
 
@@ -363,8 +363,8 @@ void bind_tensor(py::module_& m) {
         py::dtype(std::string(dtype_name(static_cast<DType>(i))));
   }
   // Releases queued after this point would reach a finalizing interpreter: leak them instead.
-  py::module_::import("atexit").attr("register")(py::cpp_function(
-      [] { g_python_alive.store(false, std::memory_order_release); }));
+  py::module_::import("atexit").attr("register")(
+      py::cpp_function([] { g_python_alive.store(false, std::memory_order_release); }));
 
   py::class_<Tensor>(m, "Tensor",
                      "An n-dimensional array of one chanflow dtype (a value: never changed once "
@@ -386,8 +386,8 @@ void bind_tensor(py::module_& m) {
               py::dtype want = py::dtype::from_args(py::reinterpret_borrow<py::object>(dtype));
               if (!want.equal(view.dtype())) {
                 if (!copy.is_none() && !copy.cast<bool>()) {
-                  throw py::value_error("Tensor.__array__: converting " +
-                                        dtype_repr(view.dtype()) + " to " + dtype_repr(want) +
+                  throw py::value_error("Tensor.__array__: converting " + dtype_repr(view.dtype()) +
+                                        " to " + dtype_repr(want) +
                                         " needs a copy, and copy=False was given");
                 }
                 return view.attr("astype")(want);
