@@ -53,6 +53,8 @@ packages=(
   libgtest-dev libgmock-dev # unit and conformance tests
   libbenchmark-dev          # chanflow's own micro-benchmarks, built by the release preset
   python3 python3-numpy     # tensor_npy_numpy_roundtrip reads chanflow's .npy files with NumPy
+  python3-dev pybind11-dev python3-pybind11  # the Python module chanflow._native (python/)
+  python3-pytest            # the Python suites (tests/python, ctest label `python`)
   # the demo and the README's examples
   python3-matplotlib        # scripts/plot_training.py (the flagship's loss/accuracy chart)
   graphviz                  # `chanflow dot FILE | dot -Tpng` in the README
@@ -64,6 +66,7 @@ dev_packages=(
   # peers for side-by-side benchmarks (scripts/bench.py, docs/benchmarks.md)
   golang-go libboost-fiber-dev libtbb-dev
   gnuplot-nox               # scripts/bench.py's chart
+  python3-torch             # tests/python's zero-copy exchange with PyTorch (skipped without it)
 )
 set_name="base set"
 if [[ $dev == 1 ]]; then
