@@ -1,0 +1,136 @@
+// errors.cc — chanflow's error hierarchy as Python exceptions.
+//
+// Every class derives from chanflow.Error; those with a Python twin derive from it too, so
+// generic handlers work: ShapeError is a ValueError, TypeError a builtins.TypeError,
+// DeadlineExceededError a TimeoutError. ProgramError carries `block`, `op`, `op_type` (-1, -1, ""
+// when unknown) and LimitError `limit`, as class attributes (the defaults) overridden per raise.
+#include <new>
+
+#include "chanflow/core/error.h"
+#include "native.h"
+
+namespace chanflow::python {
+namespace {
+
+// The classes, created once at import; the module holds the references for the process's life.
+struct ErrorClasses {
+  PyObject* error = nullptr;
+  PyObject* shape = nullptr;
+  PyObject* type = nullptr;
+  PyObject* channel_closed = nullptr;
+  PyObject* deadlock = nullptr;
+  PyObject* canceled = nullptr;
+  PyObject* deadline = nullptr;
+  PyObject* program = nullptr;
+  PyObject* limit = nullptr;
+  PyObject* machine = nullptr;
+};
+ErrorClasses g_classes;
+
+PyObject* make_class(py::module_& m, const char* name, std::initializer_list<PyObject*> bases,
+                     const char* doc, py::dict attrs = py::dict()) {
+  py::tuple base_tuple(bases.size());
+  size_t i = 0;
+  for (PyObject* b : bases) base_tuple[i++] = py::reinterpret_borrow<py::object>(b);
+  attrs["__doc__"] = py::str(doc);
+  const std::string qualified = std::string("chanflow.") + name;
+  PyObject* cls = PyErr_NewException(qualified.c_str(), base_tuple.ptr(), attrs.ptr());
+  if (cls == nullptr) throw py::error_already_set();
+  m.add_object(name, py::reinterpret_borrow<py::object>(cls));
+  return cls;  // the new reference is kept for the process's life (g_classes)
+}
+
+// Raises `cls(message)` after setting `attrs` on the instance.
+void raise_with(PyObject* cls, const char* message, const py::dict& attrs = py::dict()) {
+  try {
+    py::object exc = py::reinterpret_borrow<py::object>(cls)(py::str(message));
+    for (auto item : attrs) py::setattr(exc, item.first, item.second);
+    PyErr_SetObject(cls, exc.ptr());
+  } catch (py::error_already_set& e) {
+    e.restore();  // building the exception failed (MemoryError ...): raise that instead
+  }
+}
+
+void translate(std::exception_ptr p) {
+  try {
+    std::rethrow_exception(p);
+  } catch (const ProgramError& e) {
+    py::dict a;
+    a["block"] = e.block_index();
+    a["op"] = e.op_index();
+    a["op_type"] = e.op_type();
+    raise_with(g_classes.program, e.what(), a);
+  } catch (const LimitError& e) {
+    py::dict a;
+    a["limit"] = e.limit();
+    raise_with(g_classes.limit, e.what(), a);
+  } catch (const MachineError& e) {
+    py::dict a;
+    a["machine"] = e.machine();
+    raise_with(g_classes.machine, e.what(), a);
+  } catch (const ShapeError& e) {
+    raise_with(g_classes.shape, e.what());
+  } catch (const TypeError& e) {
+    raise_with(g_classes.type, e.what());
+  } catch (const ChannelClosedError& e) {
+    raise_with(g_classes.channel_closed, e.what());
+  } catch (const DeadlockError& e) {
+    raise_with(g_classes.deadlock, e.what());
+  } catch (const CanceledError& e) {
+    raise_with(g_classes.canceled, e.what());
+  } catch (const DeadlineExceededError& e) {
+    raise_with(g_classes.deadline, e.what());
+  } catch (const Error& e) {
+    raise_with(g_classes.error, e.what());
+  } catch (const std::bad_alloc&) {
+    PyErr_SetString(PyExc_MemoryError, "chanflow: out of memory");
+  }
+  // Anything else falls through to pybind11's own translators (std::exception -> RuntimeError).
+}
+
+}  // namespace
+
+[[noreturn]] void throw_type_error(const std::string& message) {
+  throw TypeError(message);
+}
+
+void bind_errors(py::module_& m) {
+  ErrorClasses& c = g_classes;
+  c.error = make_class(m, "Error", {PyExc_Exception},
+                       "The base of every error chanflow raises; str() is the full message.");
+  c.shape = make_class(m, "ShapeError", {c.error, PyExc_ValueError},
+                       "Shapes do not agree; the message names both shapes and the op.");
+  c.type = make_class(m, "TypeError", {c.error, PyExc_TypeError},
+                      "A value has the wrong type or dtype for the operation.");
+  c.channel_closed = make_class(m, "ChannelClosedError", {c.error},
+                                "A send on, or close of, a closed channel.");
+  c.deadlock = make_class(m, "DeadlockError", {c.error},
+                          "Every green thread is parked and nothing can wake the caller; the "
+                          "message lists each parked green thread and what it waits on.");
+  c.canceled = make_class(m, "CanceledError", {c.error}, "The run's context was canceled.");
+  c.deadline = make_class(m, "DeadlineExceededError", {c.error, PyExc_TimeoutError},
+                          "The run's deadline (timeout) passed; the message names what was "
+                          "still running.");
+  py::dict program_attrs;
+  program_attrs["block"] = -1;
+  program_attrs["op"] = -1;
+  program_attrs["op_type"] = "";
+  c.program = make_class(m, "ProgramError", {c.error},
+                         "A program failed to load, verify or run. `block` and `op` are the "
+                         "position of the offending op (-1 when unknown), `op_type` its type "
+                         "('' when unknown).",
+                         program_attrs);
+  py::dict limit_attrs;
+  limit_attrs["limit"] = "";
+  c.limit = make_class(m, "LimitError", {c.error},
+                       "A resource limit was reached; `limit` names it as its user sets it "
+                       "('max_threads', 'max_bytes' ...).",
+                       limit_attrs);
+  py::dict machine_attrs;
+  machine_attrs["machine"] = "";
+  c.machine = make_class(m, "MachineError", {c.error},
+                         "A graph machine's run failed; one line per failed node.", machine_attrs);
+  py::register_exception_translator(&translate);
+}
+
+}  // namespace chanflow::python

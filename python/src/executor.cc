@@ -1,0 +1,153 @@
+// executor.cc — chanflow.Executor: runs a Program with feeds and fetches, the GIL released.
+//
+// The C++ executor caches the prepared program per Program object; a Python Program wraps one
+// cf::Program, so running the same Python object again reuses the preparation.
+#include <cmath>
+#include <limits>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "chanflow/exec/executor.h"
+#include "native.h"
+
+namespace chanflow::python {
+namespace {
+
+// Owns the C++ executor. Destroyed with the GIL released: its scheduler joins worker threads,
+// which never wait for the GIL but may still be finishing green threads.
+class PyExecutor {
+ public:
+  explicit PyExecutor(ExecutorOptions options) : ex_(std::make_unique<Executor>(options)) {}
+  ~PyExecutor() {
+    if (PyGILState_Check() != 0) {
+      py::gil_scoped_release nogil;
+      ex_.reset();
+    }
+  }
+  Executor& get() { return *ex_; }
+
+ private:
+  std::unique_ptr<Executor> ex_;
+};
+
+std::string type_name(py::handle v) { return Py_TYPE(v.ptr())->tp_name; }
+
+std::map<std::string, Tensor> convert_feed(py::handle feed) {
+  std::map<std::string, Tensor> out;
+  if (feed.is_none()) return out;
+  if (!PyDict_Check(feed.ptr())) {
+    throw_type_error("Executor.run: feed must be a dict of variable name -> array, got '" +
+                     type_name(feed) + "'");
+  }
+  for (auto item : py::reinterpret_borrow<py::dict>(feed)) {
+    if (!PyUnicode_Check(item.first.ptr())) {
+      throw_type_error("Executor.run: feed keys must be str variable names, got '" +
+                       type_name(item.first) + "' " + py::repr(item.first).cast<std::string>());
+    }
+    const std::string name = item.first.cast<std::string>();
+    try {
+      out[name] = to_tensor(item.second, py::none());
+    } catch (const TypeError& e) {
+      throw TypeError("Executor.run: feed '" + name + "': " + e.what());
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> convert_fetch(py::handle fetch) {
+  std::vector<std::string> out;
+  if (fetch.is_none()) return out;
+  if (PyList_Check(fetch.ptr()) == 0 && PyTuple_Check(fetch.ptr()) == 0) {
+    throw_type_error("Executor.run: fetch must be a list of variable names, got '" +
+                     type_name(fetch) + "'");
+  }
+  py::sequence seq = py::reinterpret_borrow<py::sequence>(fetch);
+  for (size_t i = 0; i < seq.size(); ++i) {
+    py::object name = seq[i];
+    if (!PyUnicode_Check(name.ptr())) {
+      throw_type_error("Executor.run: fetch[" + std::to_string(i) +
+                       "] must be a str variable name, got '" + type_name(name) + "'");
+    }
+    out.push_back(name.cast<std::string>());
+  }
+  return out;
+}
+
+Context run_context(py::handle timeout) {
+  if (timeout.is_none()) return with_cancel(background());
+  if (PyFloat_Check(timeout.ptr()) == 0 && PyLong_Check(timeout.ptr()) == 0) {
+    throw_type_error("Executor.run: timeout must be a number of seconds or None, got '" +
+                     type_name(timeout) + "'");
+  }
+  const double seconds = timeout.cast<double>();
+  if (std::isnan(seconds) || seconds < 0) {
+    throw py::value_error("Executor.run: timeout must be >= 0 seconds, got " +
+                          py::repr(timeout).cast<std::string>());
+  }
+  // Past what the clock can hold: no deadline (with_timeout does the same for huge durations).
+  if (seconds > 1e9) return with_cancel(background());
+  return with_timeout(background(),
+                      std::chrono::nanoseconds(static_cast<int64_t>(std::llround(seconds * 1e9))));
+}
+
+py::list run(PyExecutor& self, py::handle program, py::handle feed, py::handle fetch,
+             py::handle timeout) {
+  if (!py::isinstance<Program>(program)) {
+    throw_type_error("Executor.run: program must be a chanflow.Program, got '" +
+                     type_name(program) + "'");
+  }
+  const Program& p = program.cast<const Program&>();
+  std::map<std::string, Tensor> feeds = convert_feed(feed);
+  const std::vector<std::string> fetches = convert_fetch(fetch);
+  const Context ctx = run_context(timeout);
+
+  InterruptScope interrupt(ctx);
+  std::map<std::string, Tensor> out;
+  std::exception_ptr error;
+  {
+    py::gil_scoped_release nogil;
+    try {
+      out = self.get().run(ctx, p, feeds, fetches);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    feeds.clear();  // dropping the feeds needs no GIL (imported arrays are released later)
+  }
+  release_pending_owners();
+  interrupt.finish();  // raises KeyboardInterrupt when Python's handler does
+  if (error) std::rethrow_exception(error);
+  py::list result;
+  for (const std::string& name : fetches) result.append(wrap_tensor(out.at(name)));
+  return result;
+}
+
+}  // namespace
+
+void bind_executor(py::module_& m) {
+  py::class_<PyExecutor>(m, "Executor",
+                         "Runs programs. workers > 0 gives the executor its own scheduler with "
+                         "that many worker threads; 0 uses the process's shared scheduler.")
+      .def(py::init([](int64_t workers, int64_t max_threads, int64_t max_memory) {
+             if (workers < 0 || workers > std::numeric_limits<int>::max()) {
+               throw py::value_error("Executor: workers must be >= 0, got " +
+                                     std::to_string(workers));
+             }
+             ExecutorOptions o;
+             o.workers = static_cast<int>(workers);
+             o.max_threads = max_threads;
+             o.max_memory_bytes = max_memory;
+             return std::make_unique<PyExecutor>(o);
+           }),
+           py::arg("workers") = 0, py::arg("max_threads") = 1'000'000,
+           py::arg("max_memory") = -1)
+      .def("run", &run, py::arg("program"), py::arg("feed") = py::none(),
+           py::arg("fetch") = py::none(), py::arg("timeout") = py::none(),
+           "Runs block 0 of `program` and returns the fetched variables as Tensors, in fetch "
+           "order. Blocks (GIL released) until the program and all its green threads ended. "
+           "Ctrl-C on the main thread stops it (KeyboardInterrupt); `timeout` seconds stop it "
+           "with DeadlineExceededError.");
+}
+
+}  // namespace chanflow::python
