@@ -13,17 +13,13 @@ from ..layer_helper import LayerHelper
 __all__ = ["elementwise_add", "elementwise_sub", "elementwise_mul", "elementwise_div"]
 
 
-def _elementwise_op(helper):
-    op_type = helper.layer_type
-    x = helper.kwargs.get("x", None)
-    y = helper.kwargs.get("y", None)
+def _elementwise_op(op_type, x, y, axis, use_mkldnn, act, name):
     for arg, value in (("x", x), ("y", y)):
         if not isinstance(value, framework.Variable):
             raise TypeError("%s: %s must be a Variable, got %r" % (op_type, arg, value))
-    axis = helper.kwargs.get("axis", -1)
-    use_mkldnn = helper.kwargs.get("use_mkldnn", False)
-    name = helper.kwargs.get("name", None)
+    helper = LayerHelper(op_type, name=name, act=act)
     if name is None:
+        # Fluid's 2018 layer: a temporary "<op>_<n>.tmp_<m>".
         out = helper.create_tmp_variable(dtype=x.dtype, shape=x.shape)
     else:
         out = helper.create_variable(name=name, dtype=x.dtype, shape=x.shape, persistable=False)
@@ -53,19 +49,19 @@ def _append_activation(helper, input_var):
 
 def elementwise_add(x, y, axis=-1, use_mkldnn=False, act=None, name=None):
     """``x + y``."""
-    return _elementwise_op(LayerHelper("elementwise_add", **locals()))
+    return _elementwise_op("elementwise_add", x, y, axis, use_mkldnn, act, name)
 
 
 def elementwise_sub(x, y, axis=-1, use_mkldnn=False, act=None, name=None):
     """``x - y``."""
-    return _elementwise_op(LayerHelper("elementwise_sub", **locals()))
+    return _elementwise_op("elementwise_sub", x, y, axis, use_mkldnn, act, name)
 
 
 def elementwise_mul(x, y, axis=-1, use_mkldnn=False, act=None, name=None):
     """``x * y``."""
-    return _elementwise_op(LayerHelper("elementwise_mul", **locals()))
+    return _elementwise_op("elementwise_mul", x, y, axis, use_mkldnn, act, name)
 
 
 def elementwise_div(x, y, axis=-1, use_mkldnn=False, act=None, name=None):
     """``x / y`` (integers: truncated toward zero; a zero divisor is an error when run)."""
-    return _elementwise_op(LayerHelper("elementwise_div", **locals()))
+    return _elementwise_op("elementwise_div", x, y, axis, use_mkldnn, act, name)
