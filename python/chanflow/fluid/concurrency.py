@@ -141,12 +141,12 @@ class SelectCase(object):
         self.block = self.main_program.create_block()
 
     def __exit__(self, exc_type, exc_val, exc_tb):
-        if self.main_program.current_block() is self.block:
-            self.main_program.rollback()
-        elif exc_type is None:
+        left_open = self.main_program.current_block()
+        self.main_program.current_block_idx = self.block.parent_idx
+        if exc_type is None and left_open is not self.block:
             raise ValueError(
                 "Select: case %d left block %d open (each block opened in the case must be "
-                "closed in it)" % (self.idx, self.main_program.current_block().idx)
+                "closed in it)" % (self.idx, left_open.idx)
             )
         self._done = exc_type is None
         return False

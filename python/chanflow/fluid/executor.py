@@ -17,6 +17,19 @@ __all__ = ["Executor", "global_scope"]
 
 _shared_native_executor = None
 
+_PYTHON_VALUES = (bool, int, float, list, tuple)
+_NUMPY_DTYPES = {
+    core.VarDesc.VarType.BOOL: np.bool_,
+    core.VarDesc.VarType.INT8: np.int8,
+    core.VarDesc.VarType.INT16: np.int16,
+    core.VarDesc.VarType.INT32: np.int32,
+    core.VarDesc.VarType.INT64: np.int64,
+    core.VarDesc.VarType.UINT8: np.uint8,
+    core.VarDesc.VarType.FP16: np.float16,
+    core.VarDesc.VarType.FP32: np.float32,
+    core.VarDesc.VarType.FP64: np.float64,
+}
+
 
 def _native_executor():
     """The process's chanflow executor, made on first use: its green-thread scheduler and its
@@ -81,8 +94,9 @@ class Executor(object):
         ``fetch_list`` (block 0 variables, as ``Variable`` objects or names), in order: NumPy
         arrays, or chanflow Tensors when ``return_numpy`` is False.
 
-        ``feed`` maps block 0 variable names (or Variables) to values (anything array-like;
-        converted to the declared dtype's tensor, else ``chanflow.TypeError``). ``timeout``
+        ``feed`` maps block 0 variable names (or Variables) to values: anything array-like. A
+        Python number or (nested) list takes the variable's declared dtype; an array or tensor
+        must have it (else ``chanflow.TypeError`` naming the variable). ``timeout``
         (seconds) stops a run that is still going: ``chanflow.DeadlineExceededError``. A run
         that fails raises chanflow's error naming block, op and problem (``ProgramError``,
         ``DeadlockError`` ...); Ctrl-C cancels a run and raises ``KeyboardInterrupt``.
@@ -119,8 +133,15 @@ class Executor(object):
             if not isinstance(feed, dict):
                 raise TypeError("Executor.run: feed must be a dict of variable name -> value, got %r" % (feed,))
             feed_dict = {}
+            block0 = program.global_block()
             for key, value in feed.items():
-                feed_dict[_feed_name(program, key)] = value
+                name = _feed_name(program, key)
+                if isinstance(value, _PYTHON_VALUES):
+                    # A Python number or list has no dtype of its own: it takes the declared one.
+                    var = block0.vars.get(name)
+                    if var is not None and var.dtype in _NUMPY_DTYPES:
+                        value = np.asarray(value, dtype=_NUMPY_DTYPES[var.dtype])
+                feed_dict[name] = value
 
         outs = _native_executor().run(native_program, feed=feed_dict, fetch=fetch, timeout=timeout)
         if return_numpy:

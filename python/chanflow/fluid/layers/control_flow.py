@@ -75,8 +75,9 @@ class BlockGuard(object):
             )
 
     def _leave(self):
-        if self.main_program.current_block() is self._block:
-            self.main_program.rollback()
+        """Makes the parent of the opened block current (also when an error left an inner block
+        open)."""
+        self.main_program.current_block_idx = self._block.parent_idx
 
 
 class WhileGuard(BlockGuard):
