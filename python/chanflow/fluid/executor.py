@@ -7,6 +7,8 @@ variables as NumPy arrays.
     out, = exe.run(program, feed={'x': np.ones(3)}, fetch_list=[y])
 """
 
+import threading
+
 import numpy as np
 
 from .. import _native
@@ -16,6 +18,7 @@ from . import framework
 __all__ = ["Executor", "global_scope"]
 
 _shared_native_executor = None
+_shared_native_executor_lock = threading.Lock()
 
 _PYTHON_VALUES = (bool, int, float, list, tuple)
 _NUMPY_DTYPES = {
@@ -36,7 +39,9 @@ def _native_executor():
     cache of prepared programs serve every ``fluid.Executor``."""
     global _shared_native_executor
     if _shared_native_executor is None:
-        _shared_native_executor = _native.Executor()
+        with _shared_native_executor_lock:
+            if _shared_native_executor is None:
+                _shared_native_executor = _native.Executor()
     return _shared_native_executor
 
 
@@ -145,7 +150,7 @@ class Executor(object):
 
         outs = _native_executor().run(native_program, feed=feed_dict, fetch=fetch, timeout=timeout)
         if return_numpy:
-            return [np.array(t) for t in outs]
+            return [t.numpy().copy() for t in outs]
         return list(outs)
 
 
