@@ -4,6 +4,7 @@
 // generic handlers work: ShapeError is a ValueError, TypeError a builtins.TypeError,
 // DeadlineExceededError a TimeoutError. ProgramError carries `block`, `op`, `op_type` (-1, -1, ""
 // when unknown) and LimitError `limit`, as class attributes (the defaults) overridden per raise.
+#include <exception>
 #include <new>
 
 #include "chanflow/core/error.h"
@@ -24,6 +25,11 @@ struct ErrorClasses {
   PyObject* program = nullptr;
   PyObject* limit = nullptr;
   PyObject* machine = nullptr;
+  // A ProgramError whose op failed with one of these kinds (the C++ error nested in it): both.
+  PyObject* program_shape = nullptr;
+  PyObject* program_type = nullptr;
+  PyObject* program_channel_closed = nullptr;
+  PyObject* program_canceled = nullptr;
 };
 ErrorClasses g_classes;
 
@@ -51,6 +57,27 @@ void raise_with(PyObject* cls, const char* message, const py::dict& attrs = py::
   }
 }
 
+// The class of a ProgramError: the combined class of its nested cause's kind, if it has one.
+PyObject* program_error_class(const ProgramError& e) {
+  const auto* nested = dynamic_cast<const std::nested_exception*>(&e);
+  if (nested == nullptr || nested->nested_ptr() == nullptr) return g_classes.program;
+  try {
+    std::rethrow_exception(nested->nested_ptr());
+  } catch (const ProgramError&) {
+    return g_classes.program;
+  } catch (const ShapeError&) {
+    return g_classes.program_shape;
+  } catch (const TypeError&) {
+    return g_classes.program_type;
+  } catch (const ChannelClosedError&) {
+    return g_classes.program_channel_closed;
+  } catch (const CanceledError&) {
+    return g_classes.program_canceled;
+  } catch (...) {
+    return g_classes.program;
+  }
+}
+
 void translate(std::exception_ptr p) {
   try {
     std::rethrow_exception(p);
@@ -59,7 +86,7 @@ void translate(std::exception_ptr p) {
     a["block"] = e.block_index();
     a["op"] = e.op_index();
     a["op_type"] = e.op_type();
-    raise_with(g_classes.program, e.what(), a);
+    raise_with(program_error_class(e), e.what(), a);
   } catch (const LimitError& e) {
     py::dict a;
     a["limit"] = e.limit();
@@ -130,6 +157,16 @@ void bind_errors(py::module_& m) {
   machine_attrs["machine"] = "";
   c.machine = make_class(m, "MachineError", {c.error},
                          "A graph machine's run failed; one line per failed node.", machine_attrs);
+  // Not in chanflow's __all__: catch ProgramError or the kind; these exist so both work.
+  c.program_shape = make_class(m, "ProgramShapeError", {c.program, c.shape},
+                               "A ProgramError whose op failed with a ShapeError.");
+  c.program_type = make_class(m, "ProgramTypeError", {c.program, c.type},
+                              "A ProgramError whose op failed with a TypeError.");
+  c.program_channel_closed =
+      make_class(m, "ProgramChannelClosedError", {c.program, c.channel_closed},
+                 "A ProgramError whose op failed with a ChannelClosedError.");
+  c.program_canceled = make_class(m, "ProgramCanceledError", {c.program, c.canceled},
+                                  "A ProgramError whose op failed with a CanceledError.");
   py::register_exception_translator(&translate);
 }
 

@@ -1,5 +1,6 @@
 // run_block.cc — the dispatch loop, error positioning, the run's shared state, and the small
 // helpers kernels share.
+#include <exception>
 #include <sstream>
 
 #include "chanflow/core/error.h"
@@ -38,9 +39,12 @@ class PositionedLimitError : public LimitError {
     throw;
   } catch (const CanceledError& e) {
     if (rs.ctx.err() != nullptr) throw;
-    throw wrap(e.what());
+    std::throw_with_nested(wrap(e.what()));
   } catch (const std::exception& e) {
-    throw wrap(e.what());
+    // The op's own error (ShapeError, ChannelClosedError ...) stays reachable as the nested
+    // exception (std::rethrow_if_nested), for callers that react to its kind: the Python module
+    // raises an exception that is both a ProgramError and that kind.
+    std::throw_with_nested(wrap(e.what()));
   }
 }
 

@@ -19,7 +19,8 @@
 //     ready, default only when none is), writes its index to case_to_execute and runs sub_block.
 //   - Structured concurrency: run() returns when block 0 and every green thread it started have
 //     finished. The first error anywhere cancels the rest (blocked channel operations wake up)
-//     and is rethrown as a ProgramError positioned at the failing op; a deadlock (everything
+//     and is rethrown as a ProgramError positioned at the failing op (the op's own error, e.g. a
+//     ShapeError, nested in it: std::rethrow_if_nested); a deadlock (everything
 //     blocked, nothing can wake it) is rethrown as a DeadlockError naming every waiting op.
 //     Deadlock detection needs the caller to be an OS thread (not a green thread), as in the
 //     runtime.

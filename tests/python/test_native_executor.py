@@ -1,0 +1,203 @@
+"""chanflow.Executor.run: feeds and fetches of every dtype, each error kind from a real cause,
+bad arguments, timeouts, runs from several Python threads."""
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import chanflow as cf
+from conftest import DTYPE_VT, VT, assign_program, block, chvar, forever_program, op, tvar
+
+
+def addr(a):
+    return a.__array_interface__["data"][0]
+
+
+@pytest.fixture(scope="module")
+def ex():
+    return cf.Executor(workers=2)
+
+
+@pytest.mark.parametrize("dtype", sorted(DTYPE_VT))
+def test_every_dtype_round_trips_through_feed_and_fetch(ex, dtype):
+    p = assign_program(DTYPE_VT[dtype])
+    a = (np.arange(12) % 5).astype(dtype).reshape(3, 4)
+    (y,) = ex.run(p, feed={"x": a}, fetch=["y"])
+    assert isinstance(y, cf.Tensor) and y.dtype == np.dtype(dtype) and y.shape == (3, 4)
+    np.testing.assert_array_equal(y.numpy(), a)
+
+
+def test_fetch_order_and_feed_conversion(ex):
+    p = cf.Program.from_blocks([block(0, -1, [tvar("x", VT.INT64), tvar("y", VT.INT64),
+                                              tvar("z", VT.INT64)],
+                                      [op("assign", [("X", ["x"])], [("Out", ["y"])]),
+                                       op("elementwise_add", [("X", ["x"]), ("Y", ["y"])],
+                                          [("Out", ["z"])])])])
+    z, y, x = ex.run(p, feed={"x": [1, 2, 3]}, fetch=("z", "y", "x"))
+    np.testing.assert_array_equal(z.numpy(), [2, 4, 6])
+    np.testing.assert_array_equal(x.numpy(), [1, 2, 3])
+    assert ex.run(p, feed={"x": [1]}) == []
+
+
+def test_feed_is_not_copied(ex):
+    a = np.arange(1 << 16, dtype=np.float32)
+    (y,) = ex.run(assign_program(VT.FP32), feed={"x": a}, fetch=["y"])
+    assert addr(y.numpy()) == addr(a)  # assign shares the (immutable) storage
+
+
+def test_shape_error_from_mismatched_elementwise_add(ex):
+    p = cf.Program.from_blocks([block(0, -1, [tvar("x"), tvar("y"), tvar("z")],
+                                      [op("elementwise_add", [("X", ["x"]), ("Y", ["y"])],
+                                          [("Out", ["z"])])])])
+    with pytest.raises(cf.ShapeError, match=r"\(2, 3\) and \(4,\)") as info:
+        ex.run(p, feed={"x": np.ones((2, 3), np.float32), "y": np.ones(4, np.float32)},
+               fetch=["z"])
+    e = info.value
+    assert isinstance(e, cf.ProgramError) and isinstance(e, ValueError)
+    assert (e.block, e.op, e.op_type) == (0, 0, "elementwise_add")
+
+
+def test_deadlock_error_names_the_parked_green_threads(ex):
+    p = cf.Program.from_blocks([
+        block(0, -1, [chvar("a"), chvar("b"), tvar("v", VT.INT64), tvar("s", VT.BOOL)], [
+            op("channel_create", outputs=[("Out", ["a"])], attrs=[("data_type", VT.INT64)]),
+            op("channel_create", outputs=[("Out", ["b"])], attrs=[("data_type", VT.INT64)]),
+            op("go", inputs=[("X", ["b"])], attrs=[("sub_block", cf.BlockRef(1))]),
+            op("channel_recv", [("Channel", ["a"])], [("Out", ["v"]), ("Status", ["s"])])]),
+        block(1, 0, [tvar("w", VT.INT64), tvar("t", VT.BOOL)],
+              [op("channel_recv", [("Channel", ["b"])], [("Out", ["w"]), ("Status", ["t"])])])])
+    # No timeout: a pending deadline is a timer that could wake the run, so not a deadlock (a
+    # detection failure would hang until ctest's timeout).
+    with pytest.raises(cf.DeadlockError) as info:
+        ex.run(p)
+    assert "go@block1" in str(info.value) and "recv" in str(info.value)
+
+
+def test_channel_closed_error_from_send_on_a_closed_channel(ex):
+    p = cf.Program.from_blocks([block(0, -1, [chvar("c", capacity=1), tvar("v", VT.INT64, [1])], [
+        op("channel_create", outputs=[("Out", ["c"])], attrs=[("data_type", VT.INT64),
+                                                               ("capacity", 1)]),
+        op("fill_constant", outputs=[("Out", ["v"])], attrs=[("shape", [1]),
+                                                              ("dtype", VT.INT64)]),
+        op("channel_close", [("Channel", ["c"])]),
+        op("channel_send", [("Channel", ["c"]), ("X", ["v"])])])])
+    with pytest.raises(cf.ChannelClosedError) as info:
+        ex.run(p)
+    assert isinstance(info.value, cf.ProgramError) and info.value.op == 3
+
+
+def test_program_error_positions_a_verifier_failure(ex):
+    p = cf.Program.from_blocks([block(0, -1, [tvar("x")],
+                                      [op("assign", [("X", ["x"])], [("Out", ["missing"])])])])
+    with pytest.raises(cf.ProgramError) as info:
+        ex.run(p)
+    assert (info.value.block, info.value.op, info.value.op_type) == (0, 0, "assign")
+
+
+def test_limit_error_from_max_threads():
+    # A while loop starting go blocks that all wait on a channel nobody sends to: the third
+    # live green thread passes max_threads=2.
+    p = cf.Program.from_blocks([
+        block(0, -1, [chvar("c"), tvar("cond", VT.BOOL, [1])], [
+            op("channel_create", outputs=[("Out", ["c"])], attrs=[("data_type", VT.INT64)]),
+            op("fill_constant", outputs=[("Out", ["cond"])],
+               attrs=[("shape", [1]), ("dtype", VT.BOOL), ("value", 1.0)]),
+            op("while", inputs=[("X", ["c"]), ("Condition", ["cond"])],
+               attrs=[("sub_block", cf.BlockRef(1))])]),
+        block(1, 0, [], [op("go", inputs=[("X", ["c"])], attrs=[("sub_block", cf.BlockRef(2))])]),
+        block(2, 1, [tvar("v", VT.INT64), tvar("s", VT.BOOL)],
+              [op("channel_recv", [("Channel", ["c"])], [("Out", ["v"]), ("Status", ["s"])])])])
+    with pytest.raises(cf.LimitError) as info:
+        cf.Executor(max_threads=2).run(p, timeout=60)
+    assert info.value.limit == "max_threads" and "max_threads" in str(info.value)
+
+
+def test_type_error_from_a_feed_of_the_wrong_dtype(ex):
+    with pytest.raises(cf.TypeError, match="feed 'x'.*FP32.*float64"):
+        ex.run(assign_program(VT.FP32), feed={"x": np.zeros(2)}, fetch=["y"])
+
+
+@pytest.mark.parametrize("kwargs,exc,pattern", [
+    (dict(program=None), cf.TypeError, "program must be a chanflow.Program, got 'NoneType'"),
+    (dict(feed=[("x", 1)]), cf.TypeError, "feed must be a dict"),
+    (dict(feed={1: [1.0]}), cf.TypeError, "feed keys must be str"),
+    (dict(feed={"x": np.array([1j])}), cf.TypeError, "feed 'x'.*complex128"),
+    (dict(feed={"x": None}), cf.TypeError, "feed 'x'.*None"),
+    (dict(fetch="y"), cf.TypeError, "fetch must be a list"),
+    (dict(fetch=["y", 3]), cf.TypeError, r"fetch\[1\] must be a str"),
+    (dict(fetch=["nope"]), cf.Error, "fetch 'nope': block 0 declares no such variable"),
+    (dict(feed={"nope": [1.0]}), cf.Error, "nope"),
+    (dict(timeout="1s"), cf.TypeError, "timeout must be a number"),
+    (dict(timeout=-1), ValueError, "timeout must be >= 0"),
+    (dict(timeout=float("nan")), ValueError, "timeout must be >= 0"),
+])
+def test_bad_arguments(ex, kwargs, exc, pattern):
+    args = dict(program=assign_program(VT.FP32), feed={"x": np.zeros(1, np.float32)},
+                fetch=["y"])
+    args.update(kwargs)
+    with pytest.raises(exc, match=pattern):
+        ex.run(**args)
+
+
+def test_bad_executor_options():
+    with pytest.raises(ValueError, match="workers"):
+        cf.Executor(workers=-1)
+    with pytest.raises(TypeError):
+        cf.Executor(workers="two")
+
+
+def test_timeout_raises_deadline_exceeded_naming_what_ran(ex):
+    start = time.monotonic()
+    with pytest.raises(cf.DeadlineExceededError) as info:
+        ex.run(forever_program(), timeout=0.2)
+    elapsed = time.monotonic() - start
+    assert 0.2 <= elapsed < 5.0
+    msg = str(info.value)
+    assert "still running" in msg and "channel_recv" in msg and "go@block1" in msg
+    assert isinstance(info.value, TimeoutError)
+    # The executor is still usable.
+    (y,) = ex.run(assign_program(VT.INT32), feed={"x": np.int32([7])}, fetch=["y"])
+    assert y.numpy()[0] == 7
+
+
+def test_runs_from_several_python_threads_at_once(ex):
+    p = assign_program(VT.INT64)
+    results, errors = {}, []
+
+    def worker(i):
+        try:
+            for _ in range(50):
+                (y,) = ex.run(p, feed={"x": [i]}, fetch=["y"])
+                assert int(y.numpy()[0]) == i
+            results[i] = True
+        except Exception as e:  # reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and len(results) == 4
+
+
+def test_the_gil_is_released_during_a_run(ex):
+    # While the main thread's run blocks, another Python thread makes progress.
+    ticks = []
+    stop = threading.Event()
+
+    def ticker():
+        while not stop.is_set():
+            ticks.append(1)
+            time.sleep(0.001)
+
+    t = threading.Thread(target=ticker)
+    t.start()
+    try:
+        with pytest.raises(cf.DeadlineExceededError):
+            ex.run(forever_program(), timeout=0.3)
+    finally:
+        stop.set()
+        t.join()
+    assert len(ticks) > 10

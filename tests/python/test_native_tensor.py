@@ -1,0 +1,210 @@
+"""chanflow.Tensor with NumPy: zero-copy both ways, lifetimes, tensor() conversions, dtypes."""
+import gc
+import weakref
+
+import numpy as np
+import pytest
+
+import chanflow as cf
+
+ALL_DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "float16", "float32",
+              "float64"]
+
+
+def addr(a):
+    return a.__array_interface__["data"][0]
+
+
+def sample(dtype, shape=(2, 3)):
+    n = int(np.prod(shape))
+    if dtype == "bool":
+        return (np.arange(n) % 3 == 0).reshape(shape)
+    return (np.arange(n) * 3 - 4).astype(dtype).reshape(shape)
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_numpy_import_and_export_share_memory(dtype):
+    a = sample(dtype)
+    t = cf.tensor(a)
+    assert t.dtype == np.dtype(dtype)
+    assert t.shape == (2, 3) and t.ndim == 2 and t.size == 6
+    v = t.numpy()
+    assert addr(v) == addr(a)  # both ways without a copy
+    assert v.dtype == a.dtype and v.shape == a.shape
+    np.testing.assert_array_equal(v, a)
+
+
+def test_numpy_view_is_read_only_and_keeps_the_tensor_alive():
+    t = cf.tensor(np.arange(4.0))
+    v = t.numpy()
+    assert not v.flags.writeable
+    with pytest.raises(ValueError):
+        v[0] = 7
+    del t
+    gc.collect()
+    np.testing.assert_array_equal(v, [0.0, 1.0, 2.0, 3.0])  # the base holds the storage
+
+
+def test_imported_array_lives_while_the_tensor_does():
+    a = np.arange(1000, dtype=np.int64)
+    ref = weakref.ref(a)
+    p = addr(a)
+    t = cf.tensor(a)
+    del a
+    gc.collect()
+    assert ref() is not None  # the tensor holds it
+    v = t.numpy()
+    assert addr(v) == p
+    assert v[999] == 999
+    del t, v
+    gc.collect()
+    assert ref() is None  # and releases it once its last view is gone
+
+
+def test_zero_copy_import_sees_later_writes_to_the_array():
+    # Documented: a zero-copy import shares memory with its producer.
+    a = np.zeros(3, dtype=np.float32)
+    t = cf.tensor(a)
+    a[1] = 5
+    assert t.numpy()[1] == 5
+
+
+def test_tensor_of_lists_and_scalars():
+    t = cf.tensor([[1, 2], [3, 4]])
+    assert t.dtype == np.int64 and t.shape == (2, 2)
+    assert cf.tensor(2.5).shape == () and cf.tensor(2.5).dtype == np.float64
+    assert cf.tensor(True).dtype == np.bool_
+    f = cf.tensor([1, 2, 3], dtype="float32")
+    assert f.dtype == np.float32
+    np.testing.assert_array_equal(f.numpy(), [1, 2, 3])
+    assert cf.tensor([], dtype=np.int32).shape == (0,)
+
+
+def test_non_contiguous_input_is_copied_in_order():
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    for view in (a.T, a[:, ::2], a[::-1]):
+        t = cf.tensor(view)
+        np.testing.assert_array_equal(t.numpy(), view)
+        assert t.numpy().flags.c_contiguous
+        assert addr(t.numpy()) != addr(a)
+
+
+def test_dtype_change_copies():
+    a = np.arange(5, dtype=np.int32)
+    t = cf.tensor(a, dtype=np.float64)
+    assert t.dtype == np.float64 and addr(t.numpy()) != addr(a)
+    same = cf.tensor(a, dtype="int32")
+    assert addr(same.numpy()) == addr(a)  # no change asked: still zero-copy
+
+
+def test_tensor_of_a_tensor_is_the_same_storage():
+    t = cf.tensor(np.arange(3.0))
+    assert addr(cf.tensor(t).numpy()) == addr(t.numpy())
+    np.testing.assert_array_equal(cf.tensor(t, dtype="int8").numpy(), [0, 1, 2])
+
+
+@pytest.mark.parametrize("bad", [np.array([1 + 2j]), np.array(["a"]), np.array([object()]),
+                                 np.arange(3, dtype=">i4"), np.arange(3, dtype=np.uint16),
+                                 np.zeros(2, dtype=[("a", "i4")])])
+def test_unsupported_dtypes_are_a_type_error_naming_the_dtype(bad):
+    with pytest.raises(cf.TypeError) as info:
+        cf.tensor(bad)
+    assert str(bad.dtype) in str(info.value) or bad.dtype.kind == "V"
+    assert isinstance(info.value, TypeError)  # also the builtin
+
+
+def test_bad_dtype_arguments():
+    with pytest.raises(cf.TypeError, match="complex128"):
+        cf.tensor([1, 2], dtype="complex128")
+    with pytest.raises(cf.TypeError, match="not a data type"):
+        cf.tensor([1, 2], dtype=object())
+    with pytest.raises(cf.TypeError, match="None"):
+        cf.tensor(None)
+    with pytest.raises(cf.TypeError, match="<U1"):
+        cf.tensor(np.array(["x"]), dtype="float32")  # no conversion from text
+
+
+def test_unaligned_input_is_copied():
+    raw = np.zeros(8 * 4 + 1, dtype=np.uint8)
+    a = raw[1:].view(np.float64)  # misaligned by one byte
+    assert not a.flags.aligned
+    t = cf.tensor(a)
+    np.testing.assert_array_equal(t.numpy(), a)
+
+
+def test_array_protocol():
+    t = cf.tensor(np.arange(4, dtype=np.int16))
+    assert addr(np.asarray(t)) == addr(t.numpy())
+    c = np.array(t)  # copies by default
+    assert addr(c) != addr(t.numpy()) and c.flags.writeable
+    f = t.__array__(dtype="float32")
+    assert f.dtype == np.float32
+    np.testing.assert_array_equal(f, [0, 1, 2, 3])
+    with pytest.raises(ValueError, match="copy=False"):
+        t.__array__(dtype="float32", copy=False)
+    assert addr(t.__array__(copy=True)) != addr(t.numpy())
+
+
+def test_numpy_dlpack_round_trip_without_copies():
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    t = cf.from_dlpack(a)  # through ndarray.__dlpack__
+    assert addr(t.numpy()) == addr(a)
+    b = np.from_dlpack(t)  # through Tensor.__dlpack__
+    assert addr(b) == addr(a)
+    assert t.__dlpack_device__() == (1, 0)
+
+
+def test_strided_dlpack_import_is_a_view():
+    a = np.arange(12, dtype=np.int64).reshape(3, 4)[:, 1::2]
+    t = cf.from_dlpack(a)
+    assert addr(t.numpy()) == addr(a)
+    np.testing.assert_array_equal(t.numpy(), a)
+
+
+def test_dlpack_capsule_is_consumed_once():
+    t = cf.tensor(np.arange(3.0))
+    cap = t.__dlpack__()
+    u = cf.from_dlpack(cap)
+    assert addr(u.numpy()) == addr(t.numpy())
+    with pytest.raises(cf.TypeError, match="already consumed"):
+        cf.from_dlpack(cap)
+
+
+def test_unconsumed_capsule_frees_the_export():
+    a = np.arange(5.0)
+    ref = weakref.ref(a)
+    t = cf.tensor(a)
+    del a
+    cap = t.__dlpack__()
+    del t
+    gc.collect()
+    assert ref() is not None  # the capsule's export holds the tensor
+    del cap
+    gc.collect()
+    assert ref() is None
+
+
+def test_dlpack_bad_arguments():
+    with pytest.raises(cf.TypeError, match="__dlpack__"):
+        cf.from_dlpack([1, 2, 3])
+    with pytest.raises(cf.TypeError, match="stream"):
+        cf.tensor([1.0]).__dlpack__(stream=1)
+
+
+def test_dlpack_hand_off_does_not_touch_the_data():
+    # O(1) in size: 1 GiB of never-touched pages (np.empty maps them lazily) goes through
+    # tensor(), from_dlpack and numpy() without a copy; a copy would fault in every page.
+    import resource
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    a = np.empty(1 << 30, dtype=np.uint8)
+    t = cf.from_dlpack(cf.tensor(a))
+    v = np.from_dlpack(t)
+    assert addr(v) == addr(a)
+    grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+    assert grown_kib < 64 * 1024, f"resident set grew by {grown_kib} KiB"
+
+
+def test_repr_and_no_public_constructor():
+    assert "shape=(2,)" in repr(cf.tensor(np.array([1, 2], dtype=np.int8)))
+    with pytest.raises(TypeError):
+        cf.Tensor()
