@@ -18,7 +18,14 @@ import time
 
 import chanflow.fluid as fluid
 from chanflow.fluid import core, unique_name
-from chanflow.fluid.layers import While, assign, elementwise_add, fill_constant, increment, less_than
+from chanflow.fluid.layers import (
+    While,
+    assign,
+    elementwise_add,
+    fill_constant,
+    increment,
+    less_than,
+)
 
 VT = core.VarDesc.VarType
 

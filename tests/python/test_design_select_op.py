@@ -61,7 +61,9 @@ def build_example(count=10):
                     assign(elementwise_add(x=x_tmp, y=y), output=y)
                 with select.case(fluid.channel_recv, quit_channel, result2):
                     # Exit out of While loop
-                    while_false = fill_constant(shape=[1], dtype=core.VarDesc.VarType.BOOL, value=False)
+                    while_false = fill_constant(
+                        shape=[1], dtype=core.VarDesc.VarType.BOOL, value=False
+                    )
                     helper = layer_helper.LayerHelper("assign")
                     helper.append_op(
                         type="assign", inputs={"X": [while_false]}, outputs={"Out": [while_cond]}
@@ -73,7 +75,8 @@ def build_example(count=10):
 
 def test_the_example_generates_fibonacci_numbers(capfd):
     program, _, received, x, y = build_example()
-    last, x_after, y_after = fluid.Executor(core.CPUPlace()).run(program, fetch_list=[received, x, y])
+    exe = fluid.Executor(core.CPUPlace())
+    last, x_after, y_after = exe.run(program, fetch_list=[received, x, y])
     assert last.tolist() == [34]
     # x was sent ten times; the eleventh value (55) was ready when quit arrived.
     assert (x_after.tolist(), y_after.tolist()) == ([55], [89])
@@ -86,7 +89,8 @@ def test_the_example_generates_fibonacci_numbers(capfd):
 
 def test_the_program_is_the_one_the_design_describes():
     program, select, _, x, y = build_example()
-    ch1, quit_ch = [op.output("Out")[0] for op in program.global_block().ops if op.type == "channel_create"]
+    creates = [op for op in program.global_block().ops if op.type == "channel_create"]
+    ch1, quit_ch = [op.output("Out")[0] for op in creates]
     while_op = [op for op in program.global_block().ops if op.type == "while"][0]
     while_block = while_op.attr("sub_block")
 
@@ -126,7 +130,13 @@ def test_the_program_is_the_one_the_design_describes():
         assert cases_block.var(scope).type == VT.STEP_SCOPES
 
     send_body = ops[2].attr("sub_block")
-    assert [op.type for op in send_body.ops] == ["fill_constant", "assign", "assign", "elementwise_add", "assign"]
+    assert [op.type for op in send_body.ops] == [
+        "fill_constant",
+        "assign",
+        "assign",
+        "elementwise_add",
+        "assign",
+    ]
     quit_body = ops[5].attr("sub_block")
     assert [op.type for op in quit_body.ops] == ["fill_constant", "assign"]
 

@@ -7,17 +7,27 @@ of channels, feeds, nested go blocks and repeated runs.
 import numpy as np
 import pytest
 
-import chanflow
 import chanflow.fluid as fluid
 from chanflow.fluid import core, layers, unique_name
-from chanflow.fluid.layers import While, assign, elementwise_add, fill_constant, increment, less_than
+from chanflow.fluid.layers import (
+    While,
+    assign,
+    elementwise_add,
+    fill_constant,
+    increment,
+    less_than,
+)
 
 VT = core.VarDesc.VarType
 
 
 def new_var(name, dtype, shape=None, type=VT.LOD_TENSOR, persistable=None):
     return fluid.default_main_program().current_block().create_var(
-        name=unique_name.generate(name), type=type, dtype=dtype, shape=shape, persistable=persistable
+        name=unique_name.generate(name),
+        type=type,
+        dtype=dtype,
+        shape=shape,
+        persistable=persistable,
     )
 
 

@@ -240,6 +240,10 @@ def test_executor_run_costs_at_most_a_fifth_more_than_chanflows_plus_10us(progra
     assert exe.run(program, fetch_list=[z])[0].tolist() == [17.0] * 4
     assert native_exe.run(native_program, fetch=[z.name])[0].numpy().tolist() == [17.0] * 4
     native, fluid_run = _min_times_per_call(
-        [lambda: native_exe.run(native_program, fetch=[z.name]), lambda: exe.run(program, fetch_list=[z])]
+        [
+            lambda: native_exe.run(native_program, fetch=[z.name]),
+            lambda: exe.run(program, fetch_list=[z]),
+        ]
     )
-    assert fluid_run <= 1.2 * native + 10e-6, "fluid %.1f us, native %.1f us" % (fluid_run * 1e6, native * 1e6)
+    report = "fluid %.1f us, native %.1f us" % (fluid_run * 1e6, native * 1e6)
+    assert fluid_run <= 1.2 * native + 10e-6, report

@@ -18,7 +18,7 @@ import pytest
 
 import chanflow
 import chanflow.fluid as fluid
-from chanflow.fluid import core, layers, unique_name
+from chanflow.fluid import core, unique_name
 from chanflow.fluid.layers import (
     While,
     assign,
@@ -30,7 +30,9 @@ from chanflow.fluid.layers import (
 )
 
 VT = core.VarDesc.VarType
-SOURCE_DIR = pathlib.Path(os.environ.get("CHANFLOW_SOURCE_DIR", pathlib.Path(__file__).resolve().parents[2]))
+SOURCE_DIR = pathlib.Path(
+    os.environ.get("CHANFLOW_SOURCE_DIR", pathlib.Path(__file__).resolve().parents[2])
+)
 PROGRAMS = SOURCE_DIR / "tests" / "exec" / "fluid_programs"
 
 
@@ -164,7 +166,9 @@ def fibonacci():
                 assign(elementwise_add(x=x_tmp, y=y), output=y)
             with select.case(fluid.channel_recv, quit_ch, got):
                 helper = fluid.layer_helper.LayerHelper("assign")
-                helper.append_op(type="assign", inputs={"X": [while_false]}, outputs={"Out": [while_cond]})
+                helper.append_op(
+                    type="assign", inputs={"X": [while_false]}, outputs={"Out": [while_cond]}
+                )
     fluid.channel_close(ch)
     fluid.channel_close(quit_ch)
     return result
@@ -237,7 +241,7 @@ def test_same_program_as_fluids_front_end_wrote(name):
         first = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
         pytest.fail(
             "%s differs from %s at line %d:\nmine:     %s\nexpected: %s"
-            % (name, PROGRAMS / (name + ".pbtxt"), first + 1, a[first : first + 3], b[first : first + 3])
+            % (name, PROGRAMS / (name + ".pbtxt"), first + 1, a[first:][:3], b[first:][:3])
         )
 
 
@@ -255,7 +259,10 @@ def test_runs_to_paddles_value(name):
 def test_chanflow_run_fetches_the_same_values(name, suffix, tmp_path):
     cli = chanflow_cli()
     if not cli.exists():
-        pytest.fail("the chanflow command is not built at %s (build the 'chanflow' target or set CHANFLOW_CLI)" % cli)
+        pytest.fail(
+            "the chanflow command is not built at %s (build the 'chanflow' target or set "
+            "CHANFLOW_CLI)" % cli
+        )
     program, fetched = build(name)
     path = tmp_path / (name + suffix)
     if suffix == ".pbtxt":
@@ -265,7 +272,8 @@ def test_chanflow_run_fetches_the_same_values(name, suffix, tmp_path):
         path.write_bytes(program.desc.serialize_to_string())
     out_dir = tmp_path / "out"
     proc = subprocess.run(
-        [str(cli), "run", str(path), "--fetch", fetched.name, "--out", str(out_dir), "--timeout", "60s"],
+        [str(cli), "run", str(path), "--fetch", fetched.name, "--out", str(out_dir)]
+        + ["--timeout", "60s"],
         capture_output=True,
         text=True,
         timeout=120,

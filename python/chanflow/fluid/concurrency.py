@@ -51,7 +51,9 @@ VarType = core.VarDesc.VarType
 
 def _check_channel(channel, who):
     if not isinstance(channel, framework.Variable):
-        raise TypeError("%s: channel must be a channel Variable (from make_channel), got %r" % (who, channel))
+        raise TypeError(
+            "%s: channel must be a channel Variable (from make_channel), got %r" % (who, channel)
+        )
     if channel.type != VarType.CHANNEL:
         raise TypeError(
             "%s: variable '%s' is not a channel (its type is %r; make one with make_channel)"
@@ -109,7 +111,9 @@ class Go(BlockGuard):
                     "but no enclosing block declares it" % (go_block.idx, name)
                 )
             x.append(var)
-        parent_block.append_op(type="go", inputs={"X": x}, outputs={}, attrs={"sub_block": go_block})
+        parent_block.append_op(
+            type="go", inputs={"X": x}, outputs={}, attrs={"sub_block": go_block}
+        )
 
 
 class SelectCase(object):
@@ -120,7 +124,9 @@ class SelectCase(object):
     SEND = 1
     RECEIVE = 2
 
-    def __init__(self, select, case_idx, case_to_execute, action, channel=None, value=None, is_copy=False):
+    def __init__(
+        self, select, case_idx, case_to_execute, action, channel=None, value=None, is_copy=False
+    ):
         self.select = select
         self.helper = LayerHelper("conditional_block")
         self.main_program = select.main_program
@@ -136,7 +142,9 @@ class SelectCase(object):
 
     def __enter__(self):
         if self.block is not None:
-            raise ValueError("Select: case %d is already written (a case is one with-statement)" % self.idx)
+            raise ValueError(
+                "Select: case %d is already written (a case is one with-statement)" % self.idx
+            )
         self.select._check_in_select("a Select case")
         self.block = self.main_program.create_block()
 
@@ -288,9 +296,11 @@ def make_channel(dtype, capacity=0):
         data_type = framework._to_var_type(dtype, "make_channel: dtype")
     except ValueError as e:
         raise TypeError(str(e))
-    if data_type not in core.ELEMENT_TYPES and data_type not in (VarType.LOD_TENSOR, VarType.CHANNEL):
+    kinds = (VarType.LOD_TENSOR, VarType.CHANNEL)
+    if data_type not in core.ELEMENT_TYPES and data_type not in kinds:
         raise TypeError(
-            "make_channel: dtype %r is neither an element type, LOD_TENSOR nor CHANNEL" % (data_type,)
+            "make_channel: dtype %r is neither an element type, LOD_TENSOR nor CHANNEL"
+            % (data_type,)
         )
     if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 0:
         raise ValueError("make_channel: capacity must be an int >= 0, got %r" % (capacity,))

@@ -75,7 +75,10 @@ class Executor(object):
 
     def __init__(self, place=None):
         if place is not None and not isinstance(place, core.CPUPlace):
-            raise TypeError("Executor: chanflow runs on the CPU only; place must be core.CPUPlace(), got %r" % (place,))
+            raise TypeError(
+                "Executor: chanflow runs on the CPU only; place must be core.CPUPlace(), got %r"
+                % (place,)
+            )
         self.place = core.CPUPlace() if place is None else place
         self._closed = False
 
@@ -136,7 +139,9 @@ class Executor(object):
         feed_dict = None
         if feed:
             if not isinstance(feed, dict):
-                raise TypeError("Executor.run: feed must be a dict of variable name -> value, got %r" % (feed,))
+                raise TypeError(
+                    "Executor.run: feed must be a dict of variable name -> value, got %r" % (feed,)
+                )
             feed_dict = {}
             block0 = program.global_block()
             for key, value in feed.items():
@@ -158,7 +163,8 @@ def _fetch_name(program, item, index):
     if isinstance(item, framework.Variable):
         if item.block.program is not program:
             raise ValueError(
-                "Executor.run: fetch_list[%d] is variable '%s' of another Program" % (index, item.name)
+                "Executor.run: fetch_list[%d] is variable '%s' of another Program"
+                % (index, item.name)
             )
         if item.block.idx != 0:
             raise ValueError(
@@ -168,13 +174,17 @@ def _fetch_name(program, item, index):
         return item.name
     if isinstance(item, str):
         return item
-    raise TypeError("Executor.run: fetch_list[%d] must be a Variable or a name, got %r" % (index, item))
+    raise TypeError(
+        "Executor.run: fetch_list[%d] must be a Variable or a name, got %r" % (index, item)
+    )
 
 
 def _feed_name(program, key):
     if isinstance(key, framework.Variable):
         if key.block.program is not program:
-            raise ValueError("Executor.run: feed key '%s' is a variable of another Program" % key.name)
+            raise ValueError(
+                "Executor.run: feed key '%s' is a variable of another Program" % key.name
+            )
         return key.name
     if isinstance(key, str):
         return key

@@ -157,7 +157,9 @@ def _element_type(value, what):
     """``value`` as a ``VarType`` that is an element type (a tensor's dtype)."""
     t = _to_var_type(value, what)
     if t not in core.ELEMENT_TYPES:
-        raise ValueError("%s: %r is not an element type (BOOL, INT*, UINT8, FP16/32/64)" % (what, t))
+        raise ValueError(
+            "%s: %r is not an element type (BOOL, INT*, UINT8, FP16/32/64)" % (what, t)
+        )
     return t
 
 
@@ -323,7 +325,9 @@ class Operator(object):
         self.block = block
         where = "block %d, op %d" % (block.idx, len(block.ops))
         if not isinstance(type, str) or not type:
-            raise ValueError("%s: an operator needs a type (a non-empty str), got %r" % (where, type))
+            raise ValueError(
+                "%s: an operator needs a type (a non-empty str), got %r" % (where, type)
+            )
         schema = _native.op_schema(type)
         if schema is None:
             raise ValueError('%s: Operator "%s" has not been registered.' % (where, type))
@@ -371,7 +375,9 @@ class Operator(object):
 
     def _arguments(self, args, params, kind, where):
         if not isinstance(args, dict):
-            raise TypeError("%s: %ss must be a dict of parameter -> variables, got %r" % (where, kind, args))
+            raise TypeError(
+                "%s: %ss must be a dict of parameter -> variables, got %r" % (where, kind, args)
+            )
         out = collections.OrderedDict()
         for param, value in args.items():
             if param not in params:
@@ -383,7 +389,8 @@ class Operator(object):
                 continue
             if not isinstance(value, (list, tuple)):
                 value = [value]
-            out[param] = [self.block._argument_name(v, "%s: %s '%s'" % (where, kind, param)) for v in value]
+            what = "%s: %s '%s'" % (where, kind, param)
+            out[param] = [self.block._argument_name(v, what) for v in value]
         return out
 
     def input(self, name):
@@ -570,7 +577,9 @@ class Block(object):
             return arg.name
         if isinstance(arg, str):
             if self._find_var_recursive(arg) is None:
-                raise ValueError("%s: no variable '%s' is visible from block %d" % (where, arg, self._idx))
+                raise ValueError(
+                    "%s: no variable '%s' is visible from block %d" % (where, arg, self._idx)
+                )
             return arg
         raise TypeError("%s: expected a Variable or a variable name, got %r" % (where, arg))
 
@@ -742,7 +751,8 @@ class Program(object):
         return self.to_string(True)
 
     def __repr__(self):
-        return "Program(blocks=%d, ops=%d)" % (len(self.blocks), sum(len(b.ops) for b in self.blocks))
+        ops = sum(len(b.ops) for b in self.blocks)
+        return "Program(blocks=%d, ops=%d)" % (len(self.blocks), ops)
 
     def save(self, path):
         """Writes the program to ``path``: the text format for ``.pbtxt``/``.prototxt``/
@@ -776,7 +786,8 @@ class Program(object):
                 nop._inputs = collections.OrderedDict((k, list(v)) for k, v in op._inputs.items())
                 nop._outputs = collections.OrderedDict((k, list(v)) for k, v in op._outputs.items())
                 nop._attrs = {
-                    k: (p.blocks[v.idx] if isinstance(v, Block) else v) for k, v in op._attrs.items()
+                    k: (p.blocks[v.idx] if isinstance(v, Block) else v)
+                    for k, v in op._attrs.items()
                 }
                 if for_test and "is_test" in nop._attrs:
                     nop._attrs["is_test"] = True

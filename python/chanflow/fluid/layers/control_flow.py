@@ -119,12 +119,17 @@ class While(object):
         if not isinstance(cond, framework.Variable):
             raise TypeError("While: condition should be a variable, got %r" % (cond,))
         if cond.dtype != VarType.BOOL:
-            raise TypeError("While: condition '%s' should be a bool variable, not %r" % (cond.name, cond.dtype))
+            raise TypeError(
+                "While: condition '%s' should be a bool variable, not %r" % (cond.name, cond.dtype)
+            )
         size = 1
         for d in cond.shape:
             size *= d
         if size != 1:
-            raise TypeError("While: condition '%s' should be a bool scalar, its shape is %s" % (cond.name, cond.shape))
+            raise TypeError(
+                "While: condition '%s' should be a bool scalar, its shape is %s"
+                % (cond.name, cond.shape)
+            )
         self.cond_var = cond
         self.is_test = is_test
 
@@ -221,7 +226,9 @@ def Print(
     ``message``: a prefix. Returns ``input``."""
     _check_variable(input, "input", "Print")
     if not isinstance(print_phase, str) or print_phase.upper() not in _PRINT_PHASES:
-        raise ValueError("Print: print_phase must be 'forward', 'backward' or 'both', got %r" % (print_phase,))
+        raise ValueError(
+            "Print: print_phase must be 'forward', 'backward' or 'both', got %r" % (print_phase,)
+        )
     helper = LayerHelper("print", **locals())
     helper.append_op(
         type="print",

@@ -39,7 +39,10 @@ def _append_activation(helper, input_var):
     if isinstance(act, str):
         act = {"type": act}
     elif not isinstance(act, dict) or "type" not in act:
-        raise TypeError("%s: act must be an op type (str) or a dict with a 'type', got %r" % (helper.layer_type, act))
+        raise TypeError(
+            "%s: act must be an op type (str) or a dict with a 'type', got %r"
+            % (helper.layer_type, act)
+        )
     act = dict(act)
     act_type = act.pop("type")
     tmp = helper.create_tmp_variable(dtype=input_var.dtype, shape=input_var.shape)
