@@ -293,7 +293,7 @@ class Sources:
         return self.parse_results(run([exe, "--reps", self.reps, "--scale", self.args.scale],
                                       env=BOOST_ENV))
 
-    # --- the Python module (bench/python/python_bench.py) ------------------------------------------
+    # --- the Python module (bench/python/python_bench.py) ----------------------------------------
 
     def python_bench(self, mode, *flags):
         """Runs python_bench.py `mode` against build/release/python; returns its RESULT lines."""
