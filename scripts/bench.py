@@ -13,10 +13,14 @@ gnuplot-nox) when they are missing (CHANFLOW_SKIP_BOOTSTRAP=1 skips it).
     python3 scripts/bench.py              # full run (several minutes on 2 cores)
     python3 scripts/bench.py --quick      # smoke run: fewer repetitions, smaller counts
     python3 scripts/bench.py --only objects
+    python3 scripts/bench.py --only python   # the Python module against the C++ call and PyTorch
 
 Peers run in a fixed environment: Go under GOMAXPROCS=1/2/4 (compared with
 chanflow at the same worker count), Boost.Fiber with GLIBC_TUNABLES keeping freed stacks faulted
-in, OpenBLAS single-threaded. Nothing here edits a number: every figure comes from a program run.
+in, OpenBLAS single-threaded. The Python rows run bench/python/python_bench.py under
+/usr/bin/python3 (the interpreter the release preset builds chanflow._native for) against the
+module in build/release/python, and are n/a, saying why, when that module was not built. Nothing
+here edits a number: every figure comes from a program run.
 """
 
 import argparse
@@ -36,13 +40,15 @@ BUILD = ROOT / "build" / "release"
 PEERS = ROOT / "build" / "peers"
 OUT = ROOT / "build" / "bench"
 DOC = ROOT / "docs" / "benchmarks.md"
+PYTHON = Path("/usr/bin/python3")  # CMakePresets.json builds chanflow._native for this one
+PY_BENCH = ROOT / "bench" / "python" / "python_bench.py"
 
 BOOST_ENV = {
     "GLIBC_TUNABLES": "glibc.malloc.trim_threshold=4000000000:glibc.malloc.mmap_threshold=4000000000"
 }
 WORKERS = (1, 2, 4)
 AREAS = ("channels", "select", "green threads", "scaling", "objects", "tensor", "graph",
-         "executor")
+         "executor", "python")
 
 
 def log(msg):
@@ -102,6 +108,8 @@ class Sources:
             run(["cmake", "--preset", "release"], cwd=ROOT)
             help_out = run(["cmake", "--build", "--preset", "release", "--target", "help"], cwd=ROOT)
             targets = sorted(set(re.findall(r"^(chanflow_\w*bench\w*):", help_out, re.M)))
+            # The Python module (its rows need it), when CMake found Python and pybind11.
+            targets += re.findall(r"^(chanflow_python):", help_out, re.M)
             log(f"benchmark targets: {targets}")
             for t in targets:  # one at a time: a layer that does not compile yet costs only its rows
                 try:
@@ -248,6 +256,9 @@ class Sources:
             if line.startswith("RESULT "):
                 _, key, _unit, *vals = line.split()
                 res.setdefault(key, []).extend(float(v) for v in vals)
+            elif line.startswith("UNAVAILABLE "):  # UNAVAILABLE <key> <why>: that key's rows say so
+                _, key, why = line.split(maxsplit=2)
+                res[key + "!error"] = why
         return res
 
     def src_go(self, procs):
@@ -281,6 +292,51 @@ class Sources:
         exe = self.build_peer("boost_fiber_peer")
         return self.parse_results(run([exe, "--reps", self.reps, "--scale", self.args.scale],
                                       env=BOOST_ENV))
+
+    # --- the Python module (bench/python/python_bench.py) ----------------------------------------
+
+    def python_bench(self, mode, *flags):
+        """Runs python_bench.py `mode` against build/release/python; returns its RESULT lines."""
+        self.build_chanflow()
+        if "chanflow_python" in self.build_errors:
+            raise Unavailable("the Python module chanflow_python did not build: "
+                              + self.build_errors["chanflow_python"])
+        if not list((BUILD / "python" / "chanflow").glob("_native*.so")):
+            raise Unavailable("the Python module chanflow._native was not built (CMake needs "
+                              "Python 3's development files and pybind11: on Debian, "
+                              "python3-dev pybind11-dev python3-pybind11 python3-numpy)")
+        if not PYTHON.exists():
+            raise Unavailable(f"{PYTHON} does not exist (the interpreter the module is built for)")
+        return self.parse_results(run([PYTHON, PY_BENCH, mode, *flags],
+                                      env={"PYTHONPATH": str(BUILD / "python"),
+                                           "PYTHONDONTWRITEBYTECODE": "1"}))
+
+    def src_py_exec(self):
+        """Executor.run of bench/exec/ten_ops.pbtxt: C++ (BM_RunTenOps, key cpp_run10) and Python
+        (py_native_run10, py_fluid_run10), one repetition of each in turn, so that a busy
+        machine's load falls on both sides alike; every value is a mean per call over
+        --min-time seconds."""
+        exe = self.chanflow_exe("exec/chanflow_exec_bench", "exec layer")
+        res = {}
+        for _ in range(self.reps):
+            cpp = self.gbench(exe, filt="^BM_RunTenOps/", reps=1, min_time=self.args.min_time)
+            if "BM_RunTenOps" not in cpp:
+                res["cpp_run10!error"] = cpp.get("BM_RunTenOps!error", "no BM_RunTenOps reported")
+                break
+            res.setdefault("cpp_run10", []).extend(cpp["BM_RunTenOps"])
+            py = self.python_bench("exec", "--program", ROOT / "bench" / "exec" / "ten_ops.pbtxt",
+                                   "--reps", 1, "--min-time", self.args.min_time)
+            for k, v in py.items():  # samples (lists) and UNAVAILABLE reasons (strings)
+                if isinstance(v, list):
+                    res.setdefault(k, []).extend(v)
+                else:
+                    res[k] = v
+        return res
+
+    def src_py_dlpack(self):
+        """The DLPack hand-offs at 1 KiB ... 256 MiB, interleaved in one process."""
+        return self.python_bench("dlpack", "--reps", self.reps,
+                                 "--min-time", self.args.min_time / 5)
 
     def src_tbb(self, threads):
         exe = self.build_peer("tbb_flow_peer")
@@ -438,6 +494,31 @@ def rows():
         add("executor", f"per-op dispatch, 1M-iteration while loop, {2 + extra} trivial ops/iter",
             ("cf_layer:exec", f"BM_WhileLoopDispatch/1000000/{extra}"), ("none",), "—", "ns/op",
             ("abs<=", 200.0), lambda sec: sec * 1e9)  # its "ns_per_op" is an inverted rate: s/op
+    # Python (bench/python/python_bench.py): Executor.run of one 10-op program (its text is
+    # bench/exec/ten_ops.pbtxt), warm, from Python against the same call from C++, measured in
+    # turns; target <= 1.2 x the C++ call + 10 us.
+    for api, key in (("chanflow.Executor.run (native API)", "py_native_run10"),
+                     ("fluid.Executor.run (Fluid API, NumPy results)", "py_fluid_run10")):
+        add("python", f"{api}: 10-op program, feed + fetch float32[4], warm",
+            ("py_exec", key), ("py_exec", "cpp_run10"), "C++ cf::Executor::run, same program",
+            "us", ("affine<=", 1.2, 10.0), lambda ns: ns / 1e3)
+    # The DLPack hand-off is zero-copy, so its time must not grow with the array's size: the
+    # target is the time at 256 MiB / the time at 1 KiB <= 2 (a copy of 256 MiB would take
+    # ~10^4 x a hand-off); each size's time is shown next to PyTorch's own
+    # torch.from_dlpack(ndarray), the peer, whose growth ratio is the growth rows' peer figure.
+    sizes = ((1 << 10, "1 KiB"), (1 << 16, "64 KiB"), (1 << 22, "4 MiB"), (1 << 28, "256 MiB"))
+    peer_key, peer_name = "dlpack_torch_from_np", "torch.from_dlpack(ndarray)"
+    for key, what in (("dlpack_cf_from_np", "chanflow.from_dlpack(ndarray)"),
+                      ("dlpack_np_from_cf", "np.from_dlpack(chanflow.Tensor)"),
+                      ("dlpack_torch_from_cf", "torch.from_dlpack(chanflow.Tensor)")):
+        for n, label in sizes:
+            add("python", f"{what}, float32 {label}", ("py_dlpack", f"{key}/{n}"),
+                ("py_dlpack", f"{peer_key}/{n}"), peer_name, "ns")
+        hi, lo = sizes[-1][0], sizes[0][0]
+        add("python", f"{what}: time at 256 MiB / at 1 KiB",
+            ("scale", "py_dlpack", f"{key}/{hi}", f"{key}/{lo}"),
+            ("scale", "py_dlpack", f"{peer_key}/{hi}", f"{peer_key}/{lo}"),
+            f"{peer_name}, same sizes", "x", ("abs<=", 2.0))
     return r
 
 
@@ -459,7 +540,8 @@ def samples(sources, spec, conv):
             if isinstance(s, Unavailable):
                 return s
         if hi not in a or lo not in b:
-            return Unavailable(f"{src}: missing {hi} or {lo}")
+            why = a.get(hi + "!error") or b.get(lo + "!error")
+            return Unavailable(why or f"{src}: missing {hi} or {lo}")
         return [statistics.median(a[hi]) / statistics.median(b[lo])]
     if kind == "tensor_match":
         _, pattern, counter = spec
@@ -508,7 +590,17 @@ def evaluate(sources, only):
                 entry[side + "_spread_pct"] = spread(s)
         target = row["target"]
         entry["target"] = None if target is None else f"{target[0]} {target[1]:g}"
-        if target and target[0] == "abs<=":
+        if target and target[0] == "affine<=":  # chanflow <= a x peer + b (b in the row's unit)
+            _, a, b = target
+            entry["target"] = f"<= {a:g}x + {b:g} {row['unit']}"
+            entry["ratio"] = (entry["chanflow"] / entry["peer_value"]
+                              if entry["chanflow"] is not None and entry["peer_value"] else None)
+            if entry["chanflow"] is None or entry["peer_value"] is None:
+                entry["met"] = None
+            else:
+                entry["bound"] = a * entry["peer_value"] + b
+                entry["met"] = entry["chanflow"] <= entry["bound"]
+        elif target and target[0] == "abs<=":
             entry["ratio"] = (entry["chanflow"] / entry["peer_value"]
                               if entry["chanflow"] is not None and entry["peer_value"] else None)
             entry["target"] = f"<= {target[1]:g} {row['unit']}"
@@ -600,7 +692,9 @@ def chart(table, path):
         if e["ratio"] is None or e["target"] is None or e["met"] is None:
             continue
         bound = float(re.search(r"[\d.]+", e["target"]).group())
-        if e["target"].startswith("<= ") and not e["target"].endswith("x"):
+        if "bound" in e:  # affine target: its bound depends on the peer's figure
+            score = e["chanflow"] / e["bound"]
+        elif e["target"].startswith("<= ") and not e["target"].endswith("x"):
             score = e["chanflow"] / bound  # absolute target
         elif e["target"].startswith(">="):
             score = bound / e["ratio"] if e["ratio"] > 0 else 100.0

@@ -1,8 +1,10 @@
 // Per-op dispatch of the executor: a 1M-iteration `while` loop whose body runs trivial ops.
 // Reported: ns per op (items_per_second counts ops). Target (docs/benchmarks.md): <= 200 ns/op.
-// Also: building and running a daisy chain of go blocks (builder capture analysis, spawn cost).
+// Also: building and running a daisy chain of go blocks (builder capture analysis, spawn cost),
+// and one warm run of a small program, the C++ side of the Python Executor.run comparison.
 #include <benchmark/benchmark.h>
 
+#include <string>
 #include <vector>
 
 #include "chanflow/exec.h"
@@ -92,6 +94,29 @@ void BM_RunDaisyChain(benchmark::State& state) {
                          benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 BENCHMARK(BM_RunDaisyChain)->Arg(10000)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// One warm Executor::run of bench/exec/ten_ops.pbtxt (fill_constant and nine elementwise_adds on
+// float32[4]; feed x, fetch z8): the C++ call that scripts/bench.py compares with the same run
+// called from Python (bench/python/python_bench.py exec: chanflow.Executor.run and
+// fluid.Executor.run, target <= 1.2 x this + 10 us). Prepared once; the feed tensor made once.
+void BM_RunTenOps(benchmark::State& state) {
+  const cf::Program p =
+      cf::Program::from_file(std::string(CHANFLOW_BENCH_EXEC_DIR) + "/ten_ops.pbtxt");
+  cf::Executor ex;
+  ex.prepare(p);
+  const std::map<std::string, cf::Tensor> feed{{"x", cf::Tensor::zeros({4}, cf::DType::kFloat32)}};
+  const std::vector<std::string> fetch{"z8"};
+  std::map<std::string, cf::Tensor> out = ex.run(p, feed, fetch);
+  if (!out.at("z8").equal_to(cf::Tensor::full({4}, 9.0, cf::DType::kFloat32))) {
+    state.SkipWithError("ten_ops.pbtxt: z8 is not 9");
+    return;
+  }
+  for (auto _ : state) {
+    out = ex.run(p, feed, fetch);
+    benchmark::DoNotOptimize(out);
+  }
+}
+BENCHMARK(BM_RunTenOps)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 }  // namespace
 

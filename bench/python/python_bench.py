@@ -1,0 +1,212 @@
+#!/usr/bin/python3
+"""chanflow's Python side for scripts/bench.py: per-call times of the Python API, printed as
+RESULT lines (``RESULT <key> ns <one value per repetition>``) like the peers' programs.
+
+    PYTHONPATH=build/release/python /usr/bin/python3 bench/python/python_bench.py exec \\
+        --reps 5 --min-time 0.5
+    ... python_bench.py dlpack --reps 5 --min-time 0.1
+    ... python_bench.py write-program bench/exec/ten_ops.pbtxt
+
+``exec``: ``Executor.run`` of the 10-op program bench/exec/ten_ops.pbtxt (fill_constant and nine
+elementwise_adds on float32[4]; feed ``x``, fetch ``z8``), warm, through the native API
+(``chanflow.Executor.run`` on the program loaded from that file) and through the Fluid API
+(``fluid.Executor.run`` on the same program built with ``chanflow.fluid``, which converts it to
+its native form once and reuses it). The C++ side is ``BM_RunTenOps`` in bench/exec/exec_bench.cc,
+the same file, feed and fetch. Keys ``py_native_run10`` and ``py_fluid_run10``.
+
+``dlpack``: the DLPack hand-off, for array sizes 1 KiB to 256 MiB: ``chanflow.from_dlpack`` of a
+NumPy array, ``np.from_dlpack`` and ``torch.from_dlpack`` of a chanflow tensor (one the executor
+allocated), and PyTorch's own ``torch.from_dlpack`` of a NumPy array as the peer. Keys
+``dlpack_<what>/<bytes>``. Without PyTorch the torch keys are reported as ``UNAVAILABLE <key>
+<reason>``.
+
+``write-program``: writes the 10-op program as chanflow.fluid builds it (how ten_ops.pbtxt was
+made; ``exec`` checks that the file and the Fluid program are still the same program).
+
+Every value is the mean time of one call over a repetition of at least ``--min-time`` seconds
+(the statistic Google Benchmark reports for the C++ side); repetitions, and within one the
+shapes measured, are interleaved so that a busy machine's load falls on all of them alike.
+"""
+
+import argparse
+import platform
+import sys
+import time
+
+import numpy as np
+
+import chanflow
+from chanflow import fluid
+from chanflow.fluid import layers
+
+SIZES = (1 << 10, 1 << 16, 1 << 22, 1 << 28)  # bytes: 1 KiB, 64 KiB, 4 MiB, 256 MiB
+FEED_SHAPE = (4,)
+FETCH = "z8"
+EXPECTED = 9.0  # x = 0 plus nine additions of one
+PROGRAM_HEADER = """\
+# The 10-op program of the Python-vs-C++ Executor.run benchmark: feed x (float32[4]), fetch z8.
+# Written by `bench/python/python_bench.py write-program` from its chanflow.fluid code; read by
+# BM_RunTenOps (bench/exec/exec_bench.cc) and python_bench.py exec, which checks it is still the
+# program that code builds.
+"""
+
+
+def ten_op_program():
+    """The 10-op program as Fluid code writes it: a fed variable, a constant, nine additions."""
+    program = fluid.Program()
+    with fluid.program_guard(program):
+        block = program.global_block()
+        x = block.create_var(name="x", shape=list(FEED_SHAPE), dtype="float32")
+        one = block.create_var(name="one", shape=list(FEED_SHAPE), dtype="float32")
+        layers.fill_constant(shape=list(FEED_SHAPE), dtype="float32", value=1.0, out=one)
+        z = x
+        for k in range(9):
+            z = layers.elementwise_add(z, one, name="z%d" % k)
+    assert len(block.ops) == 10 and z.name == FETCH
+    return program, z
+
+
+def timed(batch, min_time):
+    """Mean seconds per call of ``batch(n)`` (which makes n calls), over at least min_time."""
+    n, calls, start = 64, 0, time.perf_counter()
+    while True:
+        batch(n)
+        calls += n
+        elapsed = time.perf_counter() - start
+        if elapsed >= min_time:
+            return elapsed / calls
+        n = min(n * 2, 4096)
+
+
+def result(key, values):
+    print("RESULT %s ns %s" % (key, " ".join("%.2f" % (v * 1e9) for v in values)), flush=True)
+
+
+def bench_exec(args):
+    native_program = chanflow.Program.load(args.program)
+    fluid_program, z = ten_op_program()
+    if fluid_program._native_program() != native_program:
+        sys.exit("python_bench: %s is not the program chanflow.fluid builds (regenerate it with "
+                 "'python_bench.py write-program %s')" % (args.program, args.program))
+    x = np.zeros(FEED_SHAPE, dtype=np.float32)
+    ex = chanflow.Executor()
+    fluid_exe = fluid.Executor(fluid.CPUPlace())
+    native_feed, native_fetch = {"x": x}, [FETCH]
+    fluid_feed, fluid_fetch = {"x": x}, [z]
+
+    def native(n):
+        run = ex.run
+        for _ in range(n):
+            run(native_program, native_feed, native_fetch)
+
+    def fluid_api(n):
+        run = fluid_exe.run
+        for _ in range(n):
+            run(fluid_program, feed=fluid_feed, fetch_list=fluid_fetch)
+
+    got_native = ex.run(native_program, native_feed, native_fetch)[0].numpy()
+    got_fluid = fluid_exe.run(fluid_program, feed=fluid_feed, fetch_list=fluid_fetch)[0]
+    for what, got in (("chanflow.Executor", got_native), ("fluid.Executor", got_fluid)):
+        if got.tolist() != [EXPECTED] * FEED_SHAPE[0]:
+            sys.exit("python_bench: %s.run fetched %r, expected %r" % (what, got, EXPECTED))
+    for fn in (native, fluid_api):  # warm: the first runs prepare the program
+        timed(fn, args.min_time / 5)
+    samples = {"py_native_run10": [], "py_fluid_run10": []}
+    for _ in range(args.reps):
+        samples["py_native_run10"].append(timed(native, args.min_time))
+        samples["py_fluid_run10"].append(timed(fluid_api, args.min_time))
+    for key, values in samples.items():
+        result(key, values)
+
+
+def chanflow_tensor(nbytes):
+    """A float32 chanflow tensor of nbytes that chanflow's executor allocated (fill_constant)."""
+    program = fluid.Program()
+    with fluid.program_guard(program):
+        t = layers.fill_constant(shape=[nbytes // 4], dtype="float32", value=1.0)
+    (out,) = fluid.Executor(fluid.CPUPlace()).run(program, fetch_list=[t], return_numpy=False)
+    return out
+
+
+def bench_dlpack(args):
+    try:
+        import torch
+    except ImportError as e:
+        torch = None
+        torch_missing = "PyTorch is not installed (python3-torch): %s" % e
+    shapes = {}  # key prefix -> (batch function factory)
+    arrays = {n: np.ones(n // 4, dtype=np.float32) for n in SIZES}
+    tensors = {n: chanflow_tensor(n) for n in SIZES}
+
+    def loop(fn, obj):
+        def batch(n):
+            for _ in range(n):
+                fn(obj)
+        return batch
+
+    shapes["dlpack_cf_from_np"] = lambda n: loop(chanflow.from_dlpack, arrays[n])
+    shapes["dlpack_np_from_cf"] = lambda n: loop(np.from_dlpack, tensors[n])
+    if torch is not None:
+        shapes["dlpack_torch_from_cf"] = lambda n: loop(torch.from_dlpack, tensors[n])
+        shapes["dlpack_torch_from_np"] = lambda n: loop(torch.from_dlpack, arrays[n])
+    # Zero-copy means shared memory: check each hand-off once before timing it.
+    for n in SIZES:
+        a, t = arrays[n], tensors[n]
+        checks = [("chanflow.from_dlpack(ndarray)", chanflow.from_dlpack(a).numpy(), a),
+                  ("np.from_dlpack(chanflow.Tensor)", np.from_dlpack(t), t.numpy())]
+        if torch is not None:
+            checks += [("torch.from_dlpack(chanflow.Tensor)", torch.from_dlpack(t).numpy(),
+                        t.numpy()),
+                       ("torch.from_dlpack(ndarray)", torch.from_dlpack(a).numpy(), a)]
+        for what, got, source in checks:
+            if got.ctypes.data != source.ctypes.data or got.nbytes != n:
+                sys.exit("python_bench: %s of %d bytes did not share the source's memory"
+                         % (what, n))
+    batches = {(key, n): make(n) for key, make in shapes.items() for n in SIZES}
+    for batch in batches.values():  # warm
+        timed(batch, args.min_time / 10)
+    samples = {key: [] for key in batches}
+    for r in range(args.reps):
+        order = list(batches) if r % 2 == 0 else list(reversed(batches))
+        for key in order:
+            samples[key].append(timed(batches[key], args.min_time))
+    for (key, n), values in samples.items():
+        result("%s/%d" % (key, n), values)
+    if torch is None:
+        for key in ("dlpack_torch_from_cf", "dlpack_torch_from_np"):
+            for n in SIZES:
+                print("UNAVAILABLE %s/%d %s" % (key, n, torch_missing), flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("mode", choices=("exec", "dlpack", "write-program"))
+    ap.add_argument("path", nargs="?", help="write-program: the file to write")
+    ap.add_argument("--reps", type=int, default=5, help="repetitions (one value each)")
+    ap.add_argument("--min-time", type=float, default=0.5,
+                    help="seconds each repetition of each shape runs at least")
+    ap.add_argument("--program", help="exec: the 10-op program file (bench/exec/ten_ops.pbtxt)")
+    args = ap.parse_args()
+    if args.mode == "write-program":
+        if not args.path:
+            ap.error("write-program needs the path to write")
+        with open(args.path, "w") as f:
+            f.write(PROGRAM_HEADER + ten_op_program()[0].to_string())
+        return
+    if args.mode == "exec" and not args.program:
+        ap.error("exec needs --program")
+    if args.reps < 1 or args.min_time <= 0:
+        ap.error("--reps must be >= 1 and --min-time > 0")
+    versions = "%s, numpy %s" % (platform.python_version(), np.__version__)
+    if args.mode == "dlpack":
+        try:
+            import torch
+            versions += ", torch %s" % torch.__version__
+        except ImportError:
+            versions += ", no torch"
+    print("# python3 %s" % versions, flush=True)
+    (bench_exec if args.mode == "exec" else bench_dlpack)(args)
+
+
+if __name__ == "__main__":
+    main()

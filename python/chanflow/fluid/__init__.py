@@ -1,0 +1,46 @@
+"""Paddle Fluid's concurrency API by its names, over chanflow: ``import chanflow.fluid as
+fluid`` and write Fluid's CSP programs (``fluid.make_channel``, ``fluid.Go``, ``fluid.Select``,
+``fluid.layers.While`` ...), then run them with ``fluid.Executor(fluid.CPUPlace()).run``.
+
+The programs built are chanflow's program format (Fluid's ProgramDesc): ``Program.to_string``,
+``Program.save`` and ``Program.desc.serialize_to_string()`` give what ``chanflow run`` reads.
+"""
+
+from . import core
+from . import framework
+from . import unique_name
+from . import layer_helper
+from . import layers
+from . import concurrency
+from . import executor
+
+from .core import CPUPlace
+from .framework import (
+    Program,
+    Block,
+    Variable,
+    Operator,
+    default_main_program,
+    default_startup_program,
+    program_guard,
+    switch_main_program,
+    switch_startup_program,
+    get_var,
+)
+from .executor import Executor, global_scope
+from .concurrency import (
+    Go,
+    Select,
+    make_channel,
+    channel_send,
+    channel_recv,
+    channel_close,
+)
+from .layer_helper import LayerHelper
+
+__all__ = (
+    framework.__all__
+    + executor.__all__
+    + concurrency.__all__
+    + ["core", "layers", "unique_name", "layer_helper", "CPUPlace", "LayerHelper"]
+)

@@ -1,0 +1,247 @@
+"""Fluid's control-flow layers: ``While``, ``increment``, ``less_than``, ``equal``, ``Print``,
+and ``BlockGuard``, the ``with`` statement that opens a sub-block.
+
+``While(cond)`` runs its block while the one-element BOOL ``cond`` is true; the body must write
+``cond`` to end the loop::
+
+    i = fill_constant(shape=[1], dtype='int64', value=0)
+    n = fill_constant(shape=[1], dtype='int64', value=10)
+    cond = less_than(x=i, y=n)
+    loop = While(cond=cond)
+    with loop.block():
+        increment(x=i)
+        less_than(x=i, y=n, cond=cond)
+
+The ``while`` op lists as ``X`` what the body reads before writing it, as ``Out`` the enclosing
+block's variables it writes (the condition included), and a ``STEP_SCOPES`` variable, as Fluid's
+``While`` did.
+"""
+
+from .. import core
+from .. import framework
+from ..layer_helper import LayerHelper
+
+__all__ = ["BlockGuard", "While", "increment", "less_than", "equal", "Print"]
+
+VarType = core.VarDesc.VarType
+
+
+def _check_variable(value, what, layer):
+    if not isinstance(value, framework.Variable):
+        raise TypeError("%s: %s must be a Variable, got %r" % (layer, what, value))
+
+
+def reads_and_writes(ops, written=()):
+    """What ``ops`` read before writing (in order of the ops) and everything written
+    (``written`` included): the scan Fluid's ``Go``, ``While`` and ``Select`` make of a block."""
+    written = set(written)
+    reads = set()
+    for op in ops:
+        for param in op.input_names:
+            for name in op.input(param):
+                if name not in written:
+                    reads.add(name)
+        for param in op.output_names:
+            for name in op.output(param):
+                written.add(name)
+    return reads, written
+
+
+class BlockGuard(object):
+    """``with BlockGuard(program):`` makes the body's layers write into a new block of
+    ``program`` (a child of its current block); the parent is current again afterwards."""
+
+    def __init__(self, main_program):
+        if not isinstance(main_program, framework.Program):
+            raise TypeError("BlockGuard takes a program, got %r" % (main_program,))
+        self.main_program = main_program
+        self._block = None
+
+    def __enter__(self):
+        self._block = self.main_program.create_block()
+
+    def __exit__(self, exc_type, exc_val, exc_tb):
+        self._leave()
+        return False
+
+    def _check_current(self, what):
+        """Raises unless the block this guard opened is still the current block."""
+        current = self.main_program.current_block()
+        if current is not self._block:
+            raise ValueError(
+                "%s: the current block is block %d, not the block %d it opened (a block was "
+                "left open inside it, or the default program changed)"
+                % (what, current.idx, self._block.idx)
+            )
+
+    def _leave(self):
+        """Makes the parent of the opened block current (also when an error left an inner block
+        open)."""
+        self.main_program.current_block_idx = self._block.parent_idx
+
+
+class WhileGuard(BlockGuard):
+    def __init__(self, while_op):
+        if not isinstance(while_op, While):
+            raise TypeError("WhileGuard takes a while op")
+        super(WhileGuard, self).__init__(while_op.helper.main_program)
+        self.while_op = while_op
+
+    def __enter__(self):
+        if self.while_op.status != While.BEFORE_WHILE_BLOCK:
+            raise ValueError("While: block() may be entered once per While")
+        self.while_op.status = While.IN_WHILE_BLOCK
+        return super(WhileGuard, self).__enter__()
+
+    def __exit__(self, exc_type, exc_val, exc_tb):
+        try:
+            if exc_type is None:
+                self._check_current("While")
+                self.while_op.status = While.AFTER_WHILE_BLOCK
+                self.while_op._complete()
+        finally:
+            self._leave()
+        return False
+
+
+class While(object):
+    """``While(cond, is_test=False, name=None)``: a loop over ``with while_op.block():``.
+
+    ``cond`` must be a BOOL variable of one element; ``TypeError`` otherwise."""
+
+    BEFORE_WHILE_BLOCK = 0
+    IN_WHILE_BLOCK = 1
+    AFTER_WHILE_BLOCK = 2
+
+    def __init__(self, cond, is_test=False, name=None):
+        self.helper = LayerHelper("while", name=name)
+        self.status = While.BEFORE_WHILE_BLOCK
+        if not isinstance(cond, framework.Variable):
+            raise TypeError("While: condition should be a variable, got %r" % (cond,))
+        if cond.dtype != VarType.BOOL:
+            raise TypeError(
+                "While: condition '%s' should be a bool variable, not %r" % (cond.name, cond.dtype)
+            )
+        size = 1
+        for d in cond.shape:
+            size *= d
+        if size != 1:
+            raise TypeError(
+                "While: condition '%s' should be a bool scalar, its shape is %s"
+                % (cond.name, cond.shape)
+            )
+        self.cond_var = cond
+        self.is_test = is_test
+
+    def block(self):
+        return WhileGuard(self)
+
+    def _complete(self):
+        program = self.helper.main_program
+        while_block = program.current_block()
+        parent_block = program.block(while_block.parent_idx)
+        reads, written = reads_and_writes(while_block.ops, {self.cond_var.name})
+        out_vars = [parent_block.var(n) for n in sorted(written) if n in parent_block.vars]
+        x_vars = [parent_block.var_recursive(n) for n in sorted(reads)]
+        step_scope = parent_block.create_var(type=VarType.STEP_SCOPES)
+        parent_block.append_op(
+            type="while",
+            inputs={"X": x_vars, "Condition": [self.cond_var]},
+            outputs={"Out": out_vars, "StepScopes": [step_scope]},
+            attrs={"sub_block": while_block, "is_test": self.is_test},
+        )
+
+
+def increment(x, value=1.0, in_place=True):
+    """``x + value`` (``x`` has one element); written into ``x`` itself when ``in_place``, else
+    into a new variable. Returns the variable written."""
+    _check_variable(x, "x", "increment")
+    helper = LayerHelper("increment", **locals())
+    if not in_place:
+        out = helper.create_tmp_variable(dtype=x.dtype, shape=x.shape)
+    else:
+        out = x
+    helper.append_op(
+        type="increment",
+        inputs={"X": [x]},
+        outputs={"Out": [out]},
+        attrs={"step": float(value)},
+    )
+    return out
+
+
+def less_than(x, y, force_cpu=None, cond=None):
+    """``x < y`` elementwise into a BOOL variable (``cond`` when given)."""
+    _check_variable(x, "x", "less_than")
+    _check_variable(y, "y", "less_than")
+    helper = LayerHelper("less_than", **locals())
+    if cond is None:
+        cond = helper.create_tmp_variable(dtype="bool", shape=x.shape)
+        cond.stop_gradient = True
+    else:
+        _check_variable(cond, "cond", "less_than")
+    attrs = {}
+    if force_cpu is not None:
+        attrs["force_cpu"] = force_cpu
+    helper.append_op(
+        type="less_than",
+        inputs={"X": [x], "Y": [y]},
+        outputs={"Out": [cond]},
+        attrs=attrs,
+    )
+    return cond
+
+
+def equal(x, y, cond=None):
+    """``x == y`` elementwise into a BOOL variable (``cond`` when given)."""
+    _check_variable(x, "x", "equal")
+    _check_variable(y, "y", "equal")
+    helper = LayerHelper("equal", **locals())
+    if cond is None:
+        cond = helper.create_tmp_variable(dtype="bool", shape=x.shape)
+        cond.stop_gradient = True
+    else:
+        _check_variable(cond, "cond", "equal")
+    helper.append_op(type="equal", inputs={"X": [x], "Y": [y]}, outputs={"Out": [cond]})
+    return cond
+
+
+_PRINT_PHASES = ("FORWARD", "BACKWARD", "BOTH")
+
+
+def Print(
+    input,
+    first_n=-1,
+    message=None,
+    summarize=-1,
+    print_tensor_name=True,
+    print_tensor_type=True,
+    print_tensor_shape=True,
+    print_tensor_lod=True,
+    print_phase="both",
+):
+    """Prints ``input`` (its name, shape, dtype and values) each time the op runs, as Fluid's
+    2018 ``Print``: a ``print`` op with no output, every attribute written. ``first_n``: print
+    only the first n times (-1: always); ``summarize``: at most this many elements (-1: all);
+    ``message``: a prefix. Returns ``input``."""
+    _check_variable(input, "input", "Print")
+    if not isinstance(print_phase, str) or print_phase.upper() not in _PRINT_PHASES:
+        raise ValueError(
+            "Print: print_phase must be 'forward', 'backward' or 'both', got %r" % (print_phase,)
+        )
+    helper = LayerHelper("print", **locals())
+    helper.append_op(
+        type="print",
+        inputs={"In": input},
+        attrs={
+            "first_n": first_n,
+            "summarize": summarize,
+            "message": message or "",
+            "print_tensor_name": print_tensor_name,
+            "print_tensor_type": print_tensor_type,
+            "print_tensor_shape": print_tensor_shape,
+            "print_tensor_lod": print_tensor_lod,
+            "print_phase": print_phase.upper(),
+        },
+    )
+    return input
