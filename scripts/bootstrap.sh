@@ -2,12 +2,12 @@
 # bootstrap.sh — install the Debian 12 packages chanflow needs, in two sets.
 #
 #   scripts/bootstrap.sh          what the README's two commands need: build, run the demo, run
-#                                 every test of scripts/test.sh (about 224 MB to download, 1.1 GB
+#                                 every test of scripts/test.sh (about 225 MB to download, 1.1 GB
 #                                 on disk on a minimal Debian 12; see docs/getting_started.md)
 #   scripts/bootstrap.sh --dev    also what CI, benchmarks and linting need: the peers that
 #                                 scripts/bench.py runs side by side, clang-14 with libFuzzer for
-#                                 the fuzz scripts, clang-format and clang-tidy, git (about 382 MB,
-#                                 2.0 GB on disk in all)
+#                                 the fuzz scripts, clang-format and clang-tidy, git, PyTorch (about 559 MB,
+#                                 2.7 GB on disk in all)
 #   CHANFLOW_SKIP_BOOTSTRAP=1 ... skip entirely (e.g. on a machine you manage yourself)
 #
 # Idempotent: packages already installed are skipped; apt-get runs (update, then install) only
