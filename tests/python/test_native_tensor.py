@@ -1,5 +1,6 @@
 """chanflow.Tensor with NumPy: zero-copy both ways, lifetimes, tensor() conversions, dtypes."""
 import gc
+import os
 import weakref
 
 import numpy as np
@@ -201,7 +202,10 @@ def test_dlpack_hand_off_does_not_touch_the_data():
     v = np.from_dlpack(t)
     assert addr(v) == addr(a)
     grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
-    assert grown_kib < 64 * 1024, f"resident set grew by {grown_kib} KiB"
+    # Under ASan the allocator writes the allocation's shadow (1/8 of its size: 128 MiB) when
+    # NumPy allocates; a copy would still add the whole GiB.
+    bound_kib = 64 * 1024 + (128 * 1024 if os.environ.get("CHANFLOW_ASAN") else 0)
+    assert grown_kib < bound_kib, f"resident set grew by {grown_kib} KiB"
 
 
 def test_repr_and_no_public_constructor():
