@@ -170,40 +170,32 @@ def increment(x, value=1.0, in_place=True):
     return out
 
 
-def less_than(x, y, force_cpu=None, cond=None):
-    """``x < y`` elementwise into a BOOL variable (``cond`` when given)."""
-    _check_variable(x, "x", "less_than")
-    _check_variable(y, "y", "less_than")
-    helper = LayerHelper("less_than", **locals())
+def _compare(op_type, x, y, cond, attrs):
+    """The comparison layers: ``x <op> y`` elementwise into a BOOL variable (``cond`` when
+    given, else a new temporary)."""
+    _check_variable(x, "x", op_type)
+    _check_variable(y, "y", op_type)
+    helper = LayerHelper(op_type, x=x, y=y, cond=cond)
     if cond is None:
         cond = helper.create_tmp_variable(dtype="bool", shape=x.shape)
         cond.stop_gradient = True
     else:
-        _check_variable(cond, "cond", "less_than")
-    attrs = {}
-    if force_cpu is not None:
-        attrs["force_cpu"] = force_cpu
+        _check_variable(cond, "cond", op_type)
     helper.append_op(
-        type="less_than",
-        inputs={"X": [x], "Y": [y]},
-        outputs={"Out": [cond]},
-        attrs=attrs,
+        type=op_type, inputs={"X": [x], "Y": [y]}, outputs={"Out": [cond]}, attrs=attrs
     )
     return cond
 
 
+def less_than(x, y, force_cpu=None, cond=None):
+    """``x < y`` elementwise into a BOOL variable (``cond`` when given)."""
+    attrs = {} if force_cpu is None else {"force_cpu": force_cpu}
+    return _compare("less_than", x, y, cond, attrs)
+
+
 def equal(x, y, cond=None):
     """``x == y`` elementwise into a BOOL variable (``cond`` when given)."""
-    _check_variable(x, "x", "equal")
-    _check_variable(y, "y", "equal")
-    helper = LayerHelper("equal", **locals())
-    if cond is None:
-        cond = helper.create_tmp_variable(dtype="bool", shape=x.shape)
-        cond.stop_gradient = True
-    else:
-        _check_variable(cond, "cond", "equal")
-    helper.append_op(type="equal", inputs={"X": [x], "Y": [y]}, outputs={"Out": [cond]})
-    return cond
+    return _compare("equal", x, y, cond, {})
 
 
 _PRINT_PHASES = ("FORWARD", "BACKWARD", "BOTH")
