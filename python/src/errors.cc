@@ -46,11 +46,14 @@ PyObject* make_class(py::module_& m, const char* name, std::initializer_list<PyO
   return cls;  // the new reference is kept for the process's life (g_classes)
 }
 
-// Raises `cls(message)` after setting `attrs` on the instance.
-void raise_with(PyObject* cls, const char* message, const py::dict& attrs = py::dict()) {
+// Raises `cls(message)` after setting `attrs` on the instance, and `cause` as its __cause__ (as
+// `raise ... from cause` does) unless it is empty.
+void raise_with(PyObject* cls, const char* message, const py::dict& attrs = py::dict(),
+                py::handle cause = py::handle()) {
   try {
     py::object exc = py::reinterpret_borrow<py::object>(cls)(py::str(message));
     for (auto item : attrs) py::setattr(exc, item.first, item.second);
+    if (cause) PyException_SetCause(exc.ptr(), py::reinterpret_borrow<py::object>(cause).release().ptr());
     PyErr_SetObject(cls, exc.ptr());
   } catch (py::error_already_set& e) {
     e.restore();  // building the exception failed (MemoryError ...): raise that instead
@@ -91,10 +94,30 @@ void translate(std::exception_ptr p) {
     py::dict a;
     a["limit"] = e.limit();
     raise_with(g_classes.limit, e.what(), a);
+  } catch (const PythonError& e) {
+    // A Python callable's own exception, back in Python: raise that very object.
+    py::handle exc = e.exception().get();
+    PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exc.ptr())), exc.ptr());
   } catch (const MachineError& e) {
     py::dict a;
     a["machine"] = e.machine();
-    raise_with(g_classes.machine, e.what(), a);
+    // `failures`: (node id, node name, message) per failed node; the first Python exception
+    // among them becomes the __cause__, so its traceback is shown with the MachineError.
+    py::list failures;
+    py::handle cause;
+    for (const MachineError::Failure& f : e.failures()) {
+      failures.append(py::make_tuple(f.node_id, f.node_name, f.message));
+      if (!cause && f.error) {
+        try {
+          std::rethrow_exception(f.error);
+        } catch (const PythonError& pe) {
+          cause = pe.exception().get();
+        } catch (...) {
+        }
+      }
+    }
+    a["failures"] = failures;
+    raise_with(g_classes.machine, e.what(), a, cause);
   } catch (const ShapeError& e) {
     raise_with(g_classes.shape, e.what());
   } catch (const TypeError& e) {
@@ -153,8 +176,13 @@ void bind_errors(py::module_& m) {
                        limit_attrs);
   py::dict machine_attrs;
   machine_attrs["machine"] = "";
+  machine_attrs["failures"] = py::tuple();
   c.machine = make_class(m, "MachineError", {c.error},
-                         "A graph machine's run failed; one line per failed node.", machine_attrs);
+                         "A graph machine's run failed; one line per failed node. `machine` is "
+                         "'GoMachine' or 'TapeMachine'; `failures` lists (node id, node name, "
+                         "message) per node that failed on its own; a Python op's exception is "
+                         "the __cause__.",
+                         machine_attrs);
   // Not in chanflow's __all__: catch ProgramError or the kind; these exist so both work.
   c.program_shape = make_class(m, "ProgramShapeError", {c.program, c.shape},
                                "A ProgramError whose op failed with a ShapeError.");

@@ -5,15 +5,24 @@
 //   errors.cc    — the Python exception classes and the C++ -> Python translation;
 //   tensor.cc    — Tensor, tensor(), from_dlpack(): NumPy and DLPack without copies;
 //   program.cc   — Program, BlockRef, op_schema(): building programs from Python data;
-//   executor.cc  — Executor.run: feeds, fetches, timeout, the GIL released;
-//   interrupt.cc — Ctrl-C during a run on the main thread.
+//   executor.cc  — Executor.run: feeds, fetches, channels, timeout, the GIL released;
+//   interrupt.cc — Ctrl-C during a run on the main thread;
+//   objects.cc   — chanflow.Object and one Python class per object type; to_json/from_json;
+//   callback.cc  — where Python callables run when chanflow calls them (never on a green thread);
+//   graph.cc     — Graph, Node, the graph ops, grad, GoMachine, TapeMachine;
+//   channels.cc  — make_chan, Channel, select;
+//   functions.cc — the global function registry (get_global_func, register_func).
 #pragma once
 
 #include <pybind11/pybind11.h>
 
 #include <chrono>
+#include <functional>
+#include <memory>
 #include <string>
 
+#include "chanflow/core/error.h"
+#include "chanflow/core/object.h"
 #include "chanflow/runtime/context.h"
 #include "chanflow/tensor/tensor.h"
 
@@ -42,9 +51,29 @@ Tensor to_tensor(py::handle obj, py::handle dtype);
 // Wraps a C++ tensor as a Python chanflow.Tensor.
 py::object wrap_tensor(Tensor t);
 
-// Drops the Python references that tensors imported from NumPy released while the GIL was not
-// held (see tensor.cc, "Releasing imported NumPy arrays"). Needs the GIL; cheap when none.
+// Drops the Python references that were released while the GIL was not held (see tensor.cc,
+// "Releasing Python references"). Needs the GIL; cheap when none.
 void release_pending_owners();
+
+// Drops one reference to `o` from any thread: at once when this thread holds the GIL, else queued
+// for the interpreter (never blocks on the GIL; a worker must not). Leaked after Python's atexit
+// hooks ran. Never throws.
+void release_python_reference(PyObject* o) noexcept;
+
+// A Python object that C++ code may copy and drop on any thread (a green thread, a worker, the
+// timer thread): copies share one reference, and the last drop goes through
+// release_python_reference. Reading the object (get()) needs the GIL, as any Python access does.
+class SharedPyObject {
+ public:
+  SharedPyObject() = default;
+  explicit SharedPyObject(py::object o)
+      : p_(o.release().ptr(), [](PyObject* q) { release_python_reference(q); }) {}
+  py::handle get() const noexcept { return p_.get(); }
+  explicit operator bool() const noexcept { return p_ != nullptr; }
+
+ private:
+  std::shared_ptr<PyObject> p_;
+};
 
 // ---- program.cc ----
 
@@ -79,5 +108,58 @@ class InterruptScope {
   void* record_ = nullptr;
   unsigned long long start_count_ = 0;
 };
+
+// ---- objects.cc ----
+
+// chanflow.Object, and a Python class for each object type registered at import (created from
+// the type registry; Tensor, Channel, Program ... are the bound classes of their types).
+void bind_objects(py::module_& m);
+
+// `ref` as a Python value of the class chosen by its type index; a type registered after import
+// surfaces as its nearest ancestor with a class. None for a null handle. Needs the GIL.
+py::object wrap_object(ObjectRef ref);
+
+// A Python value as an object: chanflow objects as they are; None -> null; bool, int, float, str
+// -> Bool, Int, Float, String; list/tuple -> Array; dict -> Map; NumPy arrays and DLPack
+// producers -> Tensor (as tensor(obj) converts them). Anything else throws chanflow.TypeError
+// naming `what` and the Python type. Needs the GIL.
+ObjectRef to_object(py::handle value, const std::string& what);
+
+// ---- callback.cc ----
+
+// A Python exception raised by a callable that chanflow called (a graph op, a registered
+// function), carried through C++ code. what() is "ExcType: message" with the Python traceback.
+// When it reaches Python again, the original exception object is raised (errors.cc), so the
+// caller sees its own exception.
+class PythonError : public Error {
+ public:
+  PythonError(const std::string& message, SharedPyObject exception)
+      : Error(message), exception_(std::move(exception)) {}
+  // The exception instance (never empty).
+  const SharedPyObject& exception() const noexcept { return exception_; }
+
+ private:
+  SharedPyObject exception_;
+};
+
+// Runs `fn` with the GIL held, on an OS thread where Python may run, and returns when it has
+// run. Python callables never run on a green thread (a green thread migrates between OS threads;
+// CPython's thread state belongs to one): called from a green thread, `fn` is handed to the one
+// Python-callback thread (created on first use) and the green thread parks until it is done, so
+// its worker runs other green threads meanwhile. Called from an OS thread, `fn` runs inline (the
+// GIL taken if this thread does not hold it). A py::error_already_set from `fn` is rethrown as
+// PythonError; other exceptions propagate unchanged. After Python's atexit hooks ran, throws
+// Error ("Python is shutting down") without running `fn`.
+void call_with_gil(const std::function<void()>& fn);
+
+// Stops the callback thread (joins it; requests still queued fail as after shutdown). Registered
+// with atexit by bind_callbacks. Needs the GIL (released while joining).
+void bind_callbacks(py::module_& m);
+
+// ---- graph.cc, channels.cc, functions.cc ----
+
+void bind_graph(py::module_& m);
+void bind_channels(py::module_& m);
+void bind_functions(py::module_& m);
 
 }  // namespace chanflow::python

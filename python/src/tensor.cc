@@ -102,10 +102,10 @@ DType dtype_argument(py::handle dtype, const char* what) {
   return d;
 }
 
-// ---- releasing imported NumPy arrays ----
+// ---- releasing Python references ----
 //
-// A tensor imported from NumPy holds a reference to the array, and chanflow may drop the tensor
-// on any thread: a green thread's worker, the timer thread, a Python thread. Py_DECREF needs the
+// A tensor imported from NumPy holds a reference to the array (and a SharedPyObject holds one to
+// any Python object), and chanflow may drop the tensor on any thread: a green thread's worker, the timer thread, a Python thread. Py_DECREF needs the
 // GIL, but a worker must never block on the GIL: the thread holding it may be waiting for that
 // worker (a run that has not yet released the GIL, or one finishing). So a release without the
 // GIL is queued and handed to the interpreter with Py_AddPendingCall (callable without the GIL;
@@ -135,7 +135,9 @@ int drain_pending(void* /*unused*/) {
   return 0;
 }
 
-void release_owner(PyObject* owner) noexcept {
+}  // namespace
+
+void release_python_reference(PyObject* owner) noexcept {
   if (PyGILState_Check() != 0) {
     Py_DECREF(owner);
     return;
@@ -152,6 +154,8 @@ void release_owner(PyObject* owner) noexcept {
   // When the interpreter's pending-call queue is full, the next release or run retries.
 }
 
+namespace {
+
 // What a zero-copy import of an ndarray owns: the array reference and the DLPack header
 // chanflow's from_dlpack adopts.
 struct NumpyImport {
@@ -162,7 +166,7 @@ struct NumpyImport {
 
 void numpy_import_deleter(DLManagedTensor* m) {
   auto* self = static_cast<NumpyImport*>(m->manager_ctx);
-  release_owner(self->array);
+  release_python_reference(self->array);
   delete self;
 }
 
@@ -366,7 +370,7 @@ void bind_tensor(py::module_& m) {
   py::module_::import("atexit").attr("register")(
       py::cpp_function([] { g_python_alive.store(false, std::memory_order_release); }));
 
-  py::class_<Tensor>(m, "Tensor",
+  py::class_<Tensor, ObjectRef>(m, "Tensor",
                      "An n-dimensional array of one chanflow dtype (a value: never changed once "
                      "shared). Made by tensor(), from_dlpack() and Executor.run.")
       .def_property_readonly(
