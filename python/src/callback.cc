@@ -48,8 +48,8 @@ void run_python(const std::function<void()>& fn) {
   } catch (py::error_already_set& e) {
     std::string message;
     try {
-      py::object lines = py::module_::import("traceback")
-                             .attr("format_exception")(e.type(), e.value(), e.trace());
+      py::object lines =
+          py::module_::import("traceback").attr("format_exception")(e.type(), e.value(), e.trace());
       message = py::str("").attr("join")(lines).cast<std::string>();
       while (!message.empty() && message.back() == '\n') message.pop_back();
     } catch (py::error_already_set&) {

@@ -53,7 +53,8 @@ void raise_with(PyObject* cls, const char* message, const py::dict& attrs = py::
   try {
     py::object exc = py::reinterpret_borrow<py::object>(cls)(py::str(message));
     for (auto item : attrs) py::setattr(exc, item.first, item.second);
-    if (cause) PyException_SetCause(exc.ptr(), py::reinterpret_borrow<py::object>(cause).release().ptr());
+    if (cause)
+      PyException_SetCause(exc.ptr(), py::reinterpret_borrow<py::object>(cause).release().ptr());
     PyErr_SetObject(cls, exc.ptr());
   } catch (py::error_already_set& e) {
     e.restore();  // building the exception failed (MemoryError ...): raise that instead

@@ -3,8 +3,9 @@
 
 PYBIND11_MODULE(_native, m) {
   namespace cfp = chanflow::python;
-  m.doc() = "chanflow's native API: objects, tensors, programs, the executor, graphs and machines, "
-          "channels and the function registry (see the chanflow package).";
+  m.doc() =
+      "chanflow's native API: objects, tensors, programs, the executor, graphs and machines, "
+      "channels and the function registry (see the chanflow package).";
   m.attr("__version__") = CHANFLOW_VERSION;
   cfp::bind_errors(m);
   cfp::bind_objects(m);  // first: chanflow.Object is the base of the classes below

@@ -59,7 +59,8 @@ ObjectRef to_object(py::handle value, const std::string& what) {
   if (py::hasattr(value, "__dlpack__") || py::hasattr(value, "__array_interface__")) {
     return to_tensor(value, py::none());
   }
-  throw_type_error(what + ": cannot convert a Python '" + std::string(Py_TYPE(value.ptr())->tp_name) +
+  throw_type_error(what + ": cannot convert a Python '" +
+                   std::string(Py_TYPE(value.ptr())->tp_name) +
                    "' to a chanflow object (expected None, bool, int, float, str, list, tuple, "
                    "dict, an array or a chanflow object)");
 }
@@ -68,12 +69,11 @@ void bind_objects(py::module_& m) {
   py::class_<ObjectRef>(m, "Object",
                         "The base of every chanflow object: ref-counted, with a type index and a "
                         "type key from the one type registry.")
-      .def_property_readonly("type_key",
-                             [](const ObjectRef& r) {
-                               return r.defined() ? std::string(r->type_key()) : "None";
-                             })
       .def_property_readonly(
-          "type_index", [](const ObjectRef& r) { return r.defined() ? r->type_index() : 0u; })
+          "type_key",
+          [](const ObjectRef& r) { return r.defined() ? std::string(r->type_key()) : "None"; })
+      .def_property_readonly("type_index",
+                             [](const ObjectRef& r) { return r.defined() ? r->type_index() : 0u; })
       .def("same_as", &ObjectRef::same_as, py::arg("other"),
            "Whether both handles refer to the same object.");
 }

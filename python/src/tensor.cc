@@ -105,13 +105,14 @@ DType dtype_argument(py::handle dtype, const char* what) {
 // ---- releasing Python references ----
 //
 // A tensor imported from NumPy holds a reference to the array (and a SharedPyObject holds one to
-// any Python object), and chanflow may drop the tensor on any thread: a green thread's worker, the timer thread, a Python thread. Py_DECREF needs the
-// GIL, but a worker must never block on the GIL: the thread holding it may be waiting for that
-// worker (a run that has not yet released the GIL, or one finishing). So a release without the
-// GIL is queued and handed to the interpreter with Py_AddPendingCall (callable without the GIL;
-// the main thread runs it at its next bytecode boundary), and every Executor.run drains the queue
-// when it returns. After Python's atexit hooks ran the queue is no longer used: the references
-// are leaked rather than released into a finalizing interpreter.
+// any Python object), and chanflow may drop the tensor on any thread: a green thread's worker, the
+// timer thread, a Python thread. Py_DECREF needs the GIL, but a worker must never block on the GIL:
+// the thread holding it may be waiting for that worker (a run that has not yet released the GIL, or
+// one finishing). So a release without the GIL is queued and handed to the interpreter with
+// Py_AddPendingCall (callable without the GIL; the main thread runs it at its next bytecode
+// boundary), and every Executor.run drains the queue when it returns. After Python's atexit hooks
+// ran the queue is no longer used: the references are leaked rather than released into a finalizing
+// interpreter.
 struct PendingOwners {
   std::mutex mu;
   std::vector<PyObject*> objects;
@@ -370,9 +371,10 @@ void bind_tensor(py::module_& m) {
   py::module_::import("atexit").attr("register")(
       py::cpp_function([] { g_python_alive.store(false, std::memory_order_release); }));
 
-  py::class_<Tensor, ObjectRef>(m, "Tensor",
-                     "An n-dimensional array of one chanflow dtype (a value: never changed once "
-                     "shared). Made by tensor(), from_dlpack() and Executor.run.")
+  py::class_<Tensor, ObjectRef>(
+      m, "Tensor",
+      "An n-dimensional array of one chanflow dtype (a value: never changed once "
+      "shared). Made by tensor(), from_dlpack() and Executor.run.")
       .def_property_readonly(
           "shape", [](const Tensor& t) { return shape_tuple(t.shape()); }, "Extents, a tuple.")
       .def_property_readonly(
