@@ -119,6 +119,14 @@ void bind_objects(py::module_& m);
 // surfaces as its nearest ancestor with a class. None for a null handle. Needs the GIL.
 py::object wrap_object(ObjectRef ref);
 
+// How objects of one type (and its descendants without a wrapper of their own) become Python
+// values: the binding of a handle class registers `py::cast` of its handle, e.g. for Channel
+//   register_wrapper(ChannelObj::runtime_type_index(),
+//                    [](ObjectRef r) { return py::cast(downcast<Channel>(std::move(r))); });
+// Call while binding (at import, with the GIL). A later registration for the same index wins.
+using Wrapper = py::object (*)(ObjectRef ref);
+void register_wrapper(uint32_t type_index, Wrapper wrap);
+
 // A Python value as an object: chanflow objects as they are; None -> null; bool, int, float, str
 // -> Bool, Int, Float, String; list/tuple -> Array; dict -> Map; NumPy arrays and DLPack
 // producers -> Tensor (as tensor(obj) converts them). Anything else throws chanflow.TypeError

@@ -4,15 +4,29 @@
 // from it. The boxed scalars and String surface as Python's own bool, int, float and str (as
 // tvm-ffi does): they are immutable values, and Python code compares and hashes them as such.
 #include <string>
+#include <unordered_map>
 
 #include "chanflow/core/array.h"
 #include "chanflow/core/boxed.h"
 #include "chanflow/core/map.h"
 #include "chanflow/core/string.h"
+#include "chanflow/core/type_registry.h"
 #include "chanflow/tensor/tensor.h"
 #include "native.h"
 
 namespace chanflow::python {
+
+namespace {
+
+// type index -> wrapper. Written at import (GIL held), read with the GIL held.
+std::unordered_map<uint32_t, Wrapper>& wrappers() {
+  static auto* w = new std::unordered_map<uint32_t, Wrapper>();
+  return *w;
+}
+
+}  // namespace
+
+void register_wrapper(uint32_t type_index, Wrapper wrap) { wrappers()[type_index] = wrap; }
 
 py::object wrap_object(ObjectRef ref) {
   if (!ref.defined()) return py::none();
@@ -20,7 +34,14 @@ py::object wrap_object(ObjectRef ref) {
   if (const auto* f = ref.as<FloatObj>()) return py::float_(f->value);
   if (const auto* b = ref.as<BoolObj>()) return py::bool_(b->value);
   if (const auto* s = ref.as<StringObj>()) return py::str(s->data);
-  if (ref.as<TensorObj>() != nullptr) return wrap_tensor(downcast<Tensor>(std::move(ref)));
+  // The nearest type up the ancestry with a wrapper; Object's own class otherwise.
+  const TypeRegistry& registry = TypeRegistry::global();
+  for (const TypeInfo* t = registry.find(ref->type_index()); t != nullptr;) {
+    auto it = wrappers().find(t->index);
+    if (it != wrappers().end()) return it->second(std::move(ref));
+    if (t->parent_index == t->index) break;
+    t = registry.find(t->parent_index);
+  }
   return py::cast(std::move(ref));
 }
 
@@ -66,6 +87,8 @@ ObjectRef to_object(py::handle value, const std::string& what) {
 }
 
 void bind_objects(py::module_& m) {
+  register_wrapper(TensorObj::runtime_type_index(),
+                   [](ObjectRef r) { return wrap_tensor(downcast<Tensor>(std::move(r))); });
   py::class_<ObjectRef>(m, "Object",
                         "The base of every chanflow object: ref-counted, with a type index and a "
                         "type key from the one type registry.")
