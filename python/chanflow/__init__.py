@@ -4,8 +4,11 @@ The native API (``chanflow._native``, one extension module over the C++ library)
 
 - ``Tensor`` and ``tensor(obj, dtype=None)`` / ``from_dlpack(obj)``: zero-copy exchange with
   NumPy, PyTorch and any DLPack producer;
-- ``Program`` (``from_text``, ``from_binary``, ``load``, ``from_blocks``) and ``op_schema``;
+- ``Program`` (``from_text``, ``from_binary``, ``load``, ``from_blocks``), ``load_program``,
+  ``op_schema`` and ``ProgramBuilder`` (the C++ builder: ``Var``, ``VarType``, block guards);
 - ``Executor.run(program, feed, fetch, timeout)``, with the GIL released while it runs;
+- ``Object`` and one class per object type (``types``, ``object_class``), ``Array`` and ``Map``,
+  ``to_object``, ``to_json`` / ``from_json``;
 - the error classes, all under ``chanflow.Error``.
 
 ``chanflow.fluid`` offers PaddlePaddle Fluid's API by its names on top of these.
@@ -16,6 +19,8 @@ The native API (``chanflow._native``, one extension module over the C++ library)
 import numpy as _numpy  # noqa: F401
 
 from chanflow._native import (  # noqa: F401
+    Array,
+    BlockGuard,
     BlockRef,
     CanceledError,
     ChannelClosedError,
@@ -23,21 +28,39 @@ from chanflow._native import (  # noqa: F401
     DeadlockError,
     Error,
     Executor,
+    JSONError,
     LimitError,
     MachineError,
+    Map,
+    Object,
     Program,
+    ProgramBuilder,
     ProgramError,
+    SelectGuard,
     ShapeError,
     Tensor,
     TypeError,
+    Var,
+    VarType,
     __version__,
     from_dlpack,
+    from_json,
+    load_program,
+    object_class,
     op_schema,
     tensor,
+    to_json,
+    to_object,
+    types,
 )
 
 __all__ = [
     "BlockRef", "CanceledError", "ChannelClosedError", "DeadlineExceededError", "DeadlockError",
     "Error", "Executor", "LimitError", "MachineError", "Program", "ProgramError", "ShapeError",
     "Tensor", "TypeError", "from_dlpack", "op_schema", "tensor",
+    # objects
+    "Array", "JSONError", "Map", "Object", "from_json", "object_class", "to_json", "to_object",
+    "types",
+    # programs
+    "BlockGuard", "ProgramBuilder", "SelectGuard", "Var", "VarType", "load_program",
 ]
