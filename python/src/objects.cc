@@ -1095,10 +1095,12 @@ void bind_objects(py::module_& m) {
            [](const AnyArray& a) {
              return ItemIterator{a, ItemIterator::kArrayItems};
            })
-      .def("__contains__",
-           [](const AnyArray& a, py::handle v) {
-             return array_find(a, v, 0, static_cast<Py_ssize_t>(a.size())) >= 0;
-           })
+      .def(
+          "__contains__",
+          [](const AnyArray& a, py::handle v) {
+            return array_find(a, v, 0, static_cast<Py_ssize_t>(a.size())) >= 0;
+          },
+          py::arg("value"))
       .def(
           "index",
           [](const AnyArray& a, py::handle v, Py_ssize_t start, py::handle stop) {
@@ -1168,8 +1170,10 @@ void bind_objects(py::module_& m) {
           },
           py::arg("key"), py::arg("default") = py::none(),
           "The value of `key`, or `default` when the map has no such key.")
-      .def("__contains__",
-           [](const AnyMap& a, py::handle key) { return map_find(a, key).has_value(); })
+      .def(
+          "__contains__",
+          [](const AnyMap& a, py::handle key) { return map_find(a, key).has_value(); },
+          py::arg("key"))
       .def("__iter__",
            [](const AnyMap& a) {
              return ItemIterator{a, ItemIterator::kMapKeys};
@@ -1209,7 +1213,7 @@ void bind_objects(py::module_& m) {
            [](const MapView& v) {
              return ItemIterator{v.map, v.kind};
            })
-      .def("__contains__", &map_view_contains)
+      .def("__contains__", &map_view_contains, py::arg("value"))
       .def("__repr__", [](const MapView& v) {
         const char* name = v.kind == ItemIterator::kMapKeys     ? "keys"
                            : v.kind == ItemIterator::kMapValues ? "values"
