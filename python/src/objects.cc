@@ -142,9 +142,7 @@ struct ClassTable {
   std::unordered_map<uint32_t, py::object> generated;  // classes made by bind_object_classes
   std::unordered_map<uint32_t, Resolved> resolved;     // cache of resolve()
   py::object object_class;                             // chanflow.Object
-  py::object seed_object;                              // the _ObjectSeed wrap_object reuses
-  ObjectSeed* seed = nullptr;
-  py::object json_error;  // chanflow.JSONError
+  py::object json_error;                               // chanflow.JSONError
   bool classes_built = false;
 };
 ClassTable& table() {
@@ -969,7 +967,8 @@ py::object wrap_object(ObjectRef ref) {
     default:
       break;
   }
-  const Resolved& r = resolve(ref->type_index());
+  // A copy: wrapping may run Python code (a finalizer) that resolves and rehashes the cache.
+  const Resolved r = resolve(ref->type_index());
   ClassTable& t = table();
   if (r.wrap != nullptr) {
     const uint32_t index = r.wrap_index;
@@ -981,14 +980,9 @@ py::object wrap_object(ObjectRef ref) {
     return o;
   }
   if (r.cls == nullptr) return py::cast(std::move(ref));
-  t.seed->ref = std::move(ref);
-  try {
-    py::object o = py::reinterpret_borrow<py::object>(r.cls)(t.seed_object);
-    return o;
-  } catch (...) {
-    t.seed->ref = ObjectRef();
-    throw;
-  }
+  // A seed per call: allocating the instance may run a finalizer that wraps another object.
+  py::object seed = py::cast(ObjectSeed{std::move(ref)});
+  return py::reinterpret_borrow<py::object>(r.cls)(seed);
 }
 
 ObjectRef to_object(py::handle value, const std::string& what) { return convert_root(value, what); }
@@ -1002,8 +996,6 @@ void bind_objects(py::module_& m) {
 
   py::class_<ObjectSeed>(m, "_ObjectSeed",
                          "A reference handed to a generated class's constructor (internal).");
-  t.seed_object = py::cast(ObjectSeed{});
-  t.seed = &t.seed_object.cast<ObjectSeed&>();
 
   py::class_<ObjectRef> object(
       m, "Object",

@@ -62,6 +62,8 @@ def test_every_type_registered_at_import_has_its_class():
         if key in LATE:
             continue
         cls = cf.object_class(key)
+        assert cls is not None, ("the class bound for %s is unknown: pass it to register_wrapper"
+                                 % key)
         assert cls is cf.object_class(index)
         assert by_key(key) is cls, key
         if key in BUILTIN:
