@@ -140,10 +140,14 @@ void register_wrapper(uint32_t type_index, Wrapper wrap, py::handle cls = py::ha
 // generated class (a subclass of its parent's), and publishes chanflow.types.
 void bind_object_classes(py::module_& m);
 
-// A Python value as an object: chanflow objects as they are; None -> null; bool, int, float, str
-// -> Bool, Int, Float, String; list/tuple -> Array; dict -> Map; NumPy arrays and DLPack
-// producers -> Tensor (as tensor(obj) converts them). Anything else throws chanflow.TypeError
-// naming `what` and the Python type. Needs the GIL.
+// A Python value as an object: chanflow objects as they are; None -> null; bool (checked before
+// int), int, float, str -> Bool, Int, Float, String (a str's lone surrogates from
+// surrogateescape back to their bytes); NumPy bool_/integer/floating scalars -> Bool/Int/Float;
+// list/tuple -> Array and dict -> Map, recursively (keys too); NumPy arrays and DLPack producers
+// -> Tensor (as tensor(obj) converts them). Errors name `what` and the place inside it
+// ("what[1]['k']"): chanflow.TypeError for a value with no conversion or an int beyond int64,
+// ValueError for a container that contains itself or a str that is not text, RecursionError
+// past Python's recursion limit. Needs the GIL.
 ObjectRef to_object(py::handle value, const std::string& what);
 
 // ---- program.cc (shared with builder.cc) ----

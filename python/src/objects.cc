@@ -1064,8 +1064,16 @@ void bind_objects(py::module_& m) {
            })
       .def("__reduce__", [](py::object self) {
         // Pickles through JSON: containers and reflected types pickle; others raise TypeError.
+        py::str text;
+        try {
+          text = object_to_json(self);
+        } catch (const TypeError& e) {
+          throw TypeError(std::string("cannot pickle a chanflow '") +
+                          std::string(self.cast<ObjectRef>()->type_key()) +
+                          "' object (objects pickle through to_json): " + e.what());
+        }
         return py::make_tuple(py::module_::import("chanflow._native").attr("_unpickle"),
-                              py::make_tuple(object_to_json(self)));
+                              py::make_tuple(text));
       });
 
   register_wrapper(

@@ -444,5 +444,5 @@ def test_json_errors_are_typed():
         cf.to_json([object()])
     with pytest.raises(cf.JSONError, match="not valid UTF-8"):
         cf.to_json("\udcff")
-    with pytest.raises(TypeError):
+    with pytest.raises(cf.TypeError, match="cannot pickle a chanflow 'Tensor' object"):
         pickle.dumps(cf.tensor([1]))
