@@ -6,6 +6,8 @@ The native API (``chanflow._native``, one extension module over the C++ library)
   NumPy, PyTorch and any DLPack producer;
 - ``Program`` (``from_text``, ``from_binary``, ``load``, ``from_blocks``) and ``op_schema``;
 - ``Executor.run(program, feed, fetch, timeout)``, with the GIL released while it runs;
+- ``Graph``, ``Node``, the graph op functions (``matmul``, ``relu``, ``sum`` ... one per entry of
+  the C++ op list, chanflow/graph/op_list.h), ``grad``, ``GoMachine`` and ``TapeMachine``;
 - the error classes, all under ``chanflow.Error``.
 
 ``chanflow.fluid`` offers PaddlePaddle Fluid's API by its names on top of these.
@@ -23,15 +25,21 @@ from chanflow._native import (  # noqa: F401
     DeadlockError,
     Error,
     Executor,
+    GoMachine,
+    Graph,
     LimitError,
     MachineError,
+    Node,
+    OpContext,
     Program,
     ProgramError,
     ShapeError,
     Tensor,
+    TapeMachine,
     TypeError,
     __version__,
     from_dlpack,
+    grad,
     op_schema,
     tensor,
 )
@@ -40,4 +48,21 @@ __all__ = [
     "BlockRef", "CanceledError", "ChannelClosedError", "DeadlineExceededError", "DeadlockError",
     "Error", "Executor", "LimitError", "MachineError", "Program", "ProgramError", "ShapeError",
     "Tensor", "TypeError", "from_dlpack", "op_schema", "tensor",
+    "GoMachine", "Graph", "Node", "OpContext", "TapeMachine", "grad",
 ]
+
+# The graph op functions, one per entry of the C++ op list: a new op appears here by itself.
+# graph_ops names them in the list's order. Those named like a Python builtin (abs, max, min, pow,
+# sum) are chanflow.sum ... but are left out of __all__, so `from chanflow import *` does not
+# shadow the builtins.
+import builtins as _builtins  # noqa: E402
+
+from chanflow import _native as _native_module  # noqa: E402
+
+graph_ops = tuple(name for name, _kind, _doc in _native_module._graph_ops)
+__all__.append("graph_ops")
+for _name in graph_ops:
+    globals()[_name] = getattr(_native_module, _name)
+    if not hasattr(_builtins, _name):
+        __all__.append(_name)
+del _name, _native_module, _builtins
