@@ -135,7 +135,7 @@ class CallbackThread {
   // Set while the thread waits for work with an empty queue (it counts one thread, not an
   // identity, so post() may end it on the poster's thread); guarded by mu_.
   std::optional<ScopedExternalWaiter> idle_;
-  bool stopped_ = false;                        // guarded by mu_
+  bool stopped_ = false;  // guarded by mu_
 };
 
 CallbackThread& callback_thread() {

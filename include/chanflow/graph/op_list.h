@@ -75,11 +75,11 @@
   X(binary, batched_matmul, "matmul of two stacks of matrices, both at least 3-d.")
 
 // Layout and dtype.
-#define CHANFLOW_GRAPH_LAYOUT_OPS(X)                                                   \
-  X(shape, reshape, "The elements in a new shape; one extent may be -1.")              \
+#define CHANFLOW_GRAPH_LAYOUT_OPS(X)                                                     \
+  X(shape, reshape, "The elements in a new shape; one extent may be -1.")                \
   X(perm, transpose, "Axes reversed (no perm) or permuted: axis i is a's axis perm[i].") \
-  X(dtype, cast, "The elements converted to dtype.")                                   \
-  X(shape, broadcast_to, "a broadcast to shape (NumPy rules).")                        \
+  X(dtype, cast, "The elements converted to dtype.")                                     \
+  X(shape, broadcast_to, "a broadcast to shape (NumPy rules).")                          \
   X(shape, sum_to, "a summed down to shape, which broadcasts to a's (broadcast_to's adjoint).")
 
 // Every group.
