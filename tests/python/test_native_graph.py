@@ -110,6 +110,17 @@ def test_graph_ops_come_from_the_op_list_and_every_one_has_a_reference():
         assert callable(fn) and fn.__doc__.startswith(name + "(")
 
 
+def test_docs_list_every_op(source_dir):
+    """docs/graph.md's op table names every op of the list (a new op must be documented)."""
+    import os
+    import re
+    with open(os.path.join(source_dir, "docs", "graph.md")) as f:
+        doc = f.read()
+    table = doc[doc.index("## The op list"):doc.index("## Gradients")]
+    listed = set(re.findall(r"[a-z_]+", " ".join(re.findall(r"\| `([a-z_ ]+)`", table))))
+    assert set(cf.graph_ops) == listed
+
+
 def test_star_import_does_not_shadow_builtins():
     ns = {}
     exec("from chanflow import *", ns)  # noqa: S102
