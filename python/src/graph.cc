@@ -23,6 +23,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -68,13 +69,13 @@ py::object numpy_dtype_of(DType t) {
 
 // The chanflow dtype that `v` (anything numpy.dtype() accepts except None) names.
 DType dtype_arg(py::handle v, const std::string& what) {
-  if (v.is_none()) throw_type_error(what + ": dtype must be given (a NumPy dtype or its name)");
+  if (v.is_none()) throw_type_error(what + " must be given (a NumPy dtype or its name)");
   py::dtype dt;
   try {
     dt = py::dtype::from_args(py::reinterpret_borrow<py::object>(v));
   } catch (py::error_already_set& e) {
     if (!e.matches(PyExc_TypeError) && !e.matches(PyExc_ValueError)) throw;
-    throw_type_error(what + ": dtype " + repr_of(v) + " is not a data type");
+    throw_type_error(what + " " + repr_of(v) + " is not a data type");
   }
   const std::string name = py::str(dt).cast<std::string>();
   if (dt.has_fields() || !dt.attr("isnative").cast<bool>()) {
@@ -176,6 +177,45 @@ void check_graph(const Graph& g, const PyNode& n, const std::string& what) {
   if (n.graph.impl() != g.impl()) {
     throw_value_error(what + ": " + node_label(n.node) + " belongs to another graph");
   }
+}
+
+// Graphs a machine is running with the GIL released, and how many runs each. The C++ graph is not
+// synchronised: adding nodes (or setting an input) while a machine reads it would race, so the
+// builders refuse while a run is in progress (from another Python thread, or from a Python op of
+// that very run). Guarded by the GIL.
+std::unordered_map<const void*, int>& running_graphs() {
+  static auto* m = new std::unordered_map<const void*, int>();
+  return *m;
+}
+
+void check_not_running(const Graph& g, const std::string& what) {
+  if (running_graphs().count(g.impl().get()) != 0) {
+    throw Error(what +
+                ": the graph is being run by a machine (from another thread, or this is "
+                "one of its Python ops): build nodes and set inputs before or after runs");
+  }
+}
+
+// Marks `g` running for a scope (GIL held at both ends).
+class RunningGraph {
+ public:
+  explicit RunningGraph(const Graph& g) : key_(g.impl().get()) { ++running_graphs()[key_]; }
+  ~RunningGraph() {
+    auto it = running_graphs().find(key_);
+    if (--it->second == 0) running_graphs().erase(it);
+  }
+  RunningGraph(const RunningGraph&) = delete;
+  RunningGraph& operator=(const RunningGraph&) = delete;
+
+ private:
+  const void* key_;
+};
+
+// A node argument of an op function: its graph gets a node, so it must not be running.
+const PyNode& build_arg(py::handle v, const std::string& op) {
+  const PyNode& n = node_arg(v, op + ": a");
+  check_not_running(n.graph, op);
+  return n;
 }
 
 std::vector<PyNode> node_list_arg(py::handle v, const std::string& what) {
@@ -300,6 +340,7 @@ std::pair<Node, Node> binary_operands(const std::string& op, py::handle a, py::h
                       ") belong to different graphs");
   }
   *base = na != nullptr ? na : nb;
+  check_not_running((*base)->graph, op);
   return {operand_node(a, **base, op + ": a"), operand_node(b, **base, op + ": b")};
 }
 
@@ -381,7 +422,7 @@ void def_unary(py::module_& m, const char* name, const char* doc, F f) {
   m.def(
       name,
       [n, f](py::handle a) {
-        const PyNode& x = node_arg(a, n + ": a");
+        const PyNode& x = build_arg(a, n);
         return wrap_node(x.graph, f(x.node));
       },
       py::arg("a"), signature_doc(name, "unary", doc).c_str());
@@ -393,7 +434,7 @@ void def_reduce(py::module_& m, const char* name, const char* doc, F f) {
   m.def(
       name,
       [n, f](py::handle a, py::handle axes, py::handle keepdims) {
-        const PyNode& x = node_arg(a, n + ": a");
+        const PyNode& x = build_arg(a, n);
         return wrap_node(
             x.graph, f(x.node, axes_arg(axes, n + ": axes"), bool_arg(keepdims, n + ": keepdims")));
       },
@@ -407,7 +448,7 @@ void def_argreduce(py::module_& m, const char* name, const char* doc, F f) {
   m.def(
       name,
       [n, f](py::handle a, py::handle axis, py::handle keepdims) {
-        const PyNode& x = node_arg(a, n + ": a");
+        const PyNode& x = build_arg(a, n);
         std::optional<int64_t> ax;
         if (!axis.is_none()) ax = int_arg(axis, n + ": axis");
         return wrap_node(x.graph, f(x.node, ax, bool_arg(keepdims, n + ": keepdims")));
@@ -422,7 +463,7 @@ void def_axis(py::module_& m, const char* name, const char* doc, F f) {
   m.def(
       name,
       [n, f](py::handle a, py::handle axis) {
-        const PyNode& x = node_arg(a, n + ": a");
+        const PyNode& x = build_arg(a, n);
         return wrap_node(x.graph, f(x.node, int_arg(axis, n + ": axis")));
       },
       py::arg("a"), py::arg("axis") = -1, signature_doc(name, "axis", doc).c_str());
@@ -434,7 +475,7 @@ void def_shape(py::module_& m, const char* name, const char* doc, F f) {
   m.def(
       name,
       [n, f](py::handle a, py::handle shape) {
-        const PyNode& x = node_arg(a, n + ": a");
+        const PyNode& x = build_arg(a, n);
         // -1 passes here: reshape infers that extent, the other builders reject it (ShapeError).
         return wrap_node(x.graph, f(x.node, int_sequence_arg(shape, n + ": shape", -1,
                                                              "an extent >= 0 (or -1)")));
@@ -448,7 +489,7 @@ void def_perm(py::module_& m, const char* name, const char* doc, F f) {
   m.def(
       name,
       [n, f](py::handle a, py::handle perm) {
-        const PyNode& x = node_arg(a, n + ": a");
+        const PyNode& x = build_arg(a, n);
         std::vector<int64_t> p;
         if (!perm.is_none()) {
           p = int_sequence_arg(perm, n + ": perm", std::numeric_limits<int64_t>::min(), "an int");
@@ -470,7 +511,7 @@ void def_dtype(py::module_& m, const char* name, const char* doc, F f) {
   m.def(
       name,
       [n, f](py::handle a, py::handle dtype) {
-        const PyNode& x = node_arg(a, n + ": a");
+        const PyNode& x = build_arg(a, n);
         return wrap_node(x.graph, f(x.node, dtype_arg(dtype, n + ": dtype")));
       },
       py::arg("a"), py::arg("dtype"), signature_doc(name, "dtype", doc).c_str());
@@ -529,6 +570,11 @@ struct PyOpContext {
   Context ctx;
 };
 
+// How many Python ops this thread is running on behalf of a GoMachine's green thread (so this
+// is the Python-callback thread). A GoMachine run from there whose graph has Python ops would wait
+// forever: its ops need this very thread, busy waiting for them.
+thread_local int t_handed_off_ops = 0;
+
 struct PyOp {
   SharedPyObject fn;
   std::string name;
@@ -542,7 +588,13 @@ CustomFn python_op(std::shared_ptr<const PyOp> op) {
   return [op = std::move(op)](std::span<const Tensor> operands, const OpContext& oc) {
     Tensor out;
     const Context ctx = oc.ctx();
+    const bool handed_off = in_green_thread();  // then fn runs on the Python-callback thread
     call_with_gil([&] {
+      struct Depth {
+        bool on;
+        explicit Depth(bool o) : on(o) { t_handed_off_ops += on ? 1 : 0; }
+        ~Depth() { t_handed_off_ops -= on ? 1 : 0; }
+      } depth(handed_off);
       py::tuple args(operands.size() + (op->pass_context ? 1 : 0));
       size_t k = 0;
       if (op->pass_context) args[k++] = py::cast(PyOpContext{ctx});
@@ -679,6 +731,7 @@ class PyGoMachine {
       o.scheduler = sched_.get();
     }
     m_ = std::make_unique<GoMachine>(g, o);
+    for (const Node& n : g.nodes()) python_ops_ = python_ops_ || n.op() == OpKind::kCustom;
   }
   // Closing waits for the runners, which may be waiting for the Python-callback thread: the GIL
   // must not be held. The machine goes before the scheduler it runs on.
@@ -692,8 +745,10 @@ class PyGoMachine {
 
   void run(py::handle bindings, py::handle timeout) {
     BusyScope busy(busy_, "GoMachine.run");
+    check_not_nested("run");
     Bindings b = bindings_arg(bindings, graph_, "GoMachine.run");
     const Context ctx = run_context(timeout, "GoMachine.run");
+    RunningGraph running(graph_);
     run_blocking(ctx, [&] {
       m_->run(ctx, b);
       b.clear();  // the values' Python references are released without the GIL: queued
@@ -702,10 +757,12 @@ class PyGoMachine {
 
   py::list stream(py::handle items, py::handle outputs, py::handle timeout) {
     BusyScope busy(busy_, "GoMachine.stream");
+    check_not_nested("stream");
     std::vector<Bindings> in = items_arg(items, graph_, "GoMachine.stream");
     const std::vector<Node> outs = outputs_arg(outputs, graph_, "GoMachine.stream");
     const Context ctx = run_context(timeout, "GoMachine.stream");
     std::vector<std::vector<Tensor>> results;
+    RunningGraph running(graph_);
     run_blocking(ctx, [&] {
       results = m_->stream(ctx, in, outs);
       in.clear();
@@ -748,10 +805,20 @@ class PyGoMachine {
   }
 
  private:
+  void check_not_nested(const char* what) const {
+    if (python_ops_ && t_handed_off_ops > 0) {
+      throw Error(std::string("GoMachine.") + what +
+                  ": called inside a Python op that a GoMachine runs, for a graph with Python "
+                  "ops: they would wait forever for the thread this op holds (run it with a "
+                  "TapeMachine, or outside the op)");
+    }
+  }
+
   Graph graph_;
   std::unique_ptr<Scheduler> sched_;
   std::unique_ptr<GoMachine> m_;
-  bool busy_ = false;  // guarded by the GIL
+  bool python_ops_ = false;  // the graph has Python ops (custom nodes: only Graph.apply makes them)
+  bool busy_ = false;        // guarded by the GIL
 };
 
 class PyTapeMachine {
@@ -763,6 +830,7 @@ class PyTapeMachine {
     check_open("run");
     Bindings b = bindings_arg(bindings, graph_, "TapeMachine.run");
     const Context ctx = run_context(timeout, "TapeMachine.run");
+    RunningGraph running(graph_);
     run_blocking(ctx, [&] {
       m_->run(ctx, b);
       b.clear();
@@ -776,6 +844,7 @@ class PyTapeMachine {
     const std::vector<Node> outs = outputs_arg(outputs, graph_, "TapeMachine.stream");
     const Context ctx = run_context(timeout, "TapeMachine.stream");
     std::vector<std::vector<Tensor>> results;
+    RunningGraph running(graph_);
     run_blocking(ctx, [&] {
       for (const Bindings& b : in) {
         m_->run(ctx, b);
@@ -890,6 +959,7 @@ void bind_graph(py::module_& m) {
       .def(
           "input",
           [](Graph& g, py::handle name, py::handle dtype, py::handle shape) {
+            check_not_running(g, "Graph.input");
             if (PyUnicode_Check(name.ptr()) == 0) {
               throw_type_error("Graph.input: name must be a str, got " + describe_value(name));
             }
@@ -903,6 +973,7 @@ void bind_graph(py::module_& m) {
       .def(
           "constant",
           [](Graph& g, py::handle value, py::handle name) {
+            check_not_running(g, "Graph.constant");
             Tensor t;
             try {
               t = to_tensor(value, py::none());
@@ -918,6 +989,7 @@ void bind_graph(py::module_& m) {
       .def(
           "scalar",
           [](Graph& g, py::handle value, py::handle dtype, py::handle name) {
+            check_not_running(g, "Graph.scalar");
             if (!is_number(value)) {
               throw_type_error("Graph.scalar: value must be a number, got " +
                                describe_value(value));
@@ -925,14 +997,14 @@ void bind_graph(py::module_& m) {
             DType dt;
             if (!dtype.is_none()) {
               dt = dtype_arg(dtype, "Graph.scalar: dtype");
+            } else if (py::hasattr(value, "dtype")) {  // a NumPy scalar (np.float64 is a float)
+              dt = dtype_arg(value.attr("dtype"), "Graph.scalar: value");
             } else if (PyBool_Check(value.ptr()) != 0) {
               dt = DType::kBool;
             } else if (PyFloat_Check(value.ptr()) != 0) {
               dt = DType::kFloat32;
-            } else if (PyLong_Check(value.ptr()) != 0) {
+            } else {
               dt = DType::kInt64;
-            } else {  // a NumPy scalar: its own dtype
-              dt = dtype_arg(value.attr("dtype"), "Graph.scalar: value");
             }
             return wrap_node(g, g.constant(number_tensor(value, dt, "Graph.scalar"),
                                            name_arg(name, "Graph.scalar: name")));
@@ -946,6 +1018,7 @@ void bind_graph(py::module_& m) {
           "apply",
           [](Graph& g, py::handle fn, py::handle operands, py::handle shape, py::handle dtype,
              py::handle name, py::handle context) {
+            check_not_running(g, "Graph.apply");
             if (PyCallable_Check(fn.ptr()) == 0) {
               throw_type_error("Graph.apply: fn must be callable, got " + describe_value(fn));
             }
@@ -979,6 +1052,7 @@ void bind_graph(py::module_& m) {
       .def(
           "set",
           [](Graph& g, py::handle input, py::handle value) {
+            check_not_running(g, "Graph.set");
             const PyNode& n = node_arg(input, "Graph.set: input");
             check_graph(g, n, "Graph.set");
             if (n.node.op() != OpKind::kInput) {
@@ -1107,6 +1181,7 @@ void bind_graph(py::module_& m) {
       "grad",
       [](py::handle loss, py::handle wrt) {
         const PyNode& l = node_arg(loss, "grad: loss");
+        check_not_running(l.graph, "grad");
         std::vector<Node> nodes;
         for (const PyNode& n : node_list_arg(wrt, "grad: wrt")) {
           check_graph(l.graph, n, "grad: wrt");

@@ -368,6 +368,33 @@ def test_overlapping_calls_on_one_machine_raise_instead_of_racing():
         m.close()
 
 
+def test_a_graph_is_not_built_while_a_machine_runs_it():
+    """Adding nodes or setting inputs while a run reads the graph would race: refused, from
+    another thread and from a Python op of the run; allowed again after the run."""
+    g, x, y, started = slow_op_graph(wait_s=1.0)
+    m = cf.GoMachine(g, workers=2)
+    t = threading.Thread(target=lambda: pytest.raises(cf.DeadlineExceededError, m.run,
+                                                      {x: np.float64(1)}, timeout=0.5))
+    t.start()
+    assert started.wait(30)
+    for call in (lambda: g.input("late", "float64", ()), lambda: cf.exp(x), lambda: x + 1,
+                 lambda: g.set(x, 1.0), lambda: g.constant(1.0), lambda: cf.grad(y, [x])):
+        with pytest.raises(cf.Error, match="the graph is being run by a machine"):
+            call()
+    t.join()
+    other = cf.Graph()
+    assert other.input("free", "float64", ()).op == "input"  # other graphs are not affected
+    assert cf.exp(x).op == "exp"  # after the run
+
+    h = cf.Graph()
+    hx = h.input("x", "float64", ())
+    h.apply(lambda a: hx + 1.0, [hx], (), "float64", name="builds")
+    for machine in (cf.GoMachine(h), cf.TapeMachine(h)):
+        with pytest.raises(cf.MachineError) as info:
+            machine.run({hx: np.float64(1)})
+        assert "being run by a machine" in str(info.value.__cause__)
+
+
 def test_machines_on_different_threads_run_at_once():
     g = cf.Graph()
     x = g.input("x", "float64", (64, 64))
