@@ -350,38 +350,65 @@ def test_a_zero_timeout_runs_nothing():
         cf.GoMachine(g).run({x: np.float64(1)}, timeout=0)
 
 
+def gated_graph():
+    """x -> a Python op that waits (at most 30 s) until the test opens its gate."""
+    g = cf.Graph()
+    x = g.input("x", "float64", ())
+    started, gate = threading.Event(), threading.Event()
+
+    def wait(a):
+        started.set()
+        assert gate.wait(30)
+        return a
+
+    return g, x, g.apply(wait, [x], (), "float64", name="gated"), started, gate
+
+
+def run_in_thread(m, bindings):
+    """Starts m.run(bindings) on a new thread; join() returns what it raised (or None)."""
+    out = []
+
+    def body():
+        try:
+            m.run(bindings, timeout=60)
+            out.append(None)
+        except BaseException as e:  # noqa: B902 (reported to the test)
+            out.append(e)
+
+    t = threading.Thread(target=body)
+    t.start()
+    return lambda: (t.join(), out[0])[1]
+
+
 def test_overlapping_calls_on_one_machine_raise_instead_of_racing():
-    g, x, y, started = slow_op_graph(wait_s=1.0)
-    for m in (cf.GoMachine(g, workers=2), cf.TapeMachine(g)):
-        started.clear()
-        errors = []
-        t = threading.Thread(target=lambda: errors.append(
-            pytest.raises(cf.DeadlineExceededError, m.run, {x: np.float64(1)}, timeout=0.5)))
-        t.start()
+    for make in (lambda g: cf.GoMachine(g, workers=2), cf.TapeMachine):
+        g, x, y, started, gate = gated_graph()
+        m = make(g)
+        join = run_in_thread(m, {x: np.float64(1)})
         assert started.wait(30)
         for call in (lambda: m.run({x: np.float64(2)}), lambda: m.result(y), m.close,
                      lambda: m.stream([], [y])):
             with pytest.raises(cf.Error, match="in progress"):
                 call()
-        t.join()
-        assert len(errors) == 1
+        gate.set()
+        assert join() is None
+        assert m.result(y).numpy().item() == 1.0
         m.close()
 
 
 def test_a_graph_is_not_built_while_a_machine_runs_it():
     """Adding nodes or setting inputs while a run reads the graph would race: refused, from
     another thread and from a Python op of the run; allowed again after the run."""
-    g, x, y, started = slow_op_graph(wait_s=1.0)
+    g, x, y, started, gate = gated_graph()
     m = cf.GoMachine(g, workers=2)
-    t = threading.Thread(target=lambda: pytest.raises(cf.DeadlineExceededError, m.run,
-                                                      {x: np.float64(1)}, timeout=0.5))
-    t.start()
+    join = run_in_thread(m, {x: np.float64(1)})
     assert started.wait(30)
     for call in (lambda: g.input("late", "float64", ()), lambda: cf.exp(x), lambda: x + 1,
                  lambda: g.set(x, 1.0), lambda: g.constant(1.0), lambda: cf.grad(y, [x])):
         with pytest.raises(cf.Error, match="the graph is being run by a machine"):
             call()
-    t.join()
+    gate.set()
+    assert join() is None
     other = cf.Graph()
     assert other.input("free", "float64", ()).op == "input"  # other graphs are not affected
     assert cf.exp(x).op == "exp"  # after the run
