@@ -17,6 +17,7 @@
 // shapes that do not agree (from the C++ builders, which name the node).
 #include <pybind11/numpy.h>
 
+#include <array>
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -104,8 +105,7 @@ bool is_int(py::handle v) {
 int64_t int_arg(py::handle v, const std::string& what) {
   if (!is_int(v)) throw_type_error(what + " must be an int, got " + describe_value(v));
   try {
-    return py::reinterpret_borrow<py::int_>(py::int_(py::reinterpret_borrow<py::object>(v)))
-        .cast<int64_t>();
+    return py::int_(py::reinterpret_borrow<py::object>(v)).cast<int64_t>();
   } catch (py::cast_error&) {
     throw_value_error(what + " is out of range: " + repr_of(v));
   } catch (py::error_already_set&) {
@@ -122,7 +122,7 @@ bool bool_arg(py::handle v, const std::string& what) {
 
 bool is_sequence(py::handle v) { return PyTuple_Check(v.ptr()) != 0 || PyList_Check(v.ptr()) != 0; }
 
-// A tuple or list of ints. `min` is the smallest extent allowed (-1 for reshape, else 0).
+// A tuple or list of ints, each at least `min` (else ValueError saying it must be `kind`).
 std::vector<int64_t> int_sequence_arg(py::handle v, const std::string& what, int64_t min,
                                       const char* kind) {
   if (!is_sequence(v)) {
@@ -246,6 +246,10 @@ bool is_number(py::handle v) {
 // A 0-d tensor of dtype `dt` holding the number `v`; TypeError when `dt` cannot hold it exactly
 // (2.5 for an int32 node, 300 for uint8): a number never changes its value silently.
 Tensor number_tensor(py::handle v, DType dt, const std::string& what) {
+  auto does_not_fit = [&] {
+    throw_type_error(what + ": " + repr_of(v) + " does not fit a " + std::string(dtype_name(dt)) +
+                     " node (" + dtype_range_text(dt) + ")");
+  };
   py::object f = py::reinterpret_borrow<py::object>(v);
   static auto* np_integer = new py::object(py::module_::import("numpy").attr("integer"));
   static auto* np_bool = new py::object(py::module_::import("numpy").attr("bool_"));
@@ -254,26 +258,19 @@ Tensor number_tensor(py::handle v, DType dt, const std::string& what) {
   if (integral) {
     int64_t i = 0;
     try {
-      i = py::int_(f).cast<int64_t>();
+      i = py::int_(f).cast<int64_t>();  // exact: not through a double
     } catch (py::error_already_set&) {
-      throw_type_error(what + ": " + repr_of(v) + " does not fit a " + std::string(dtype_name(dt)) +
-                       " node (" + dtype_range_text(dt) + ")");
+      does_not_fit();
     } catch (py::cast_error&) {
-      throw_type_error(what + ": " + repr_of(v) + " does not fit a " + std::string(dtype_name(dt)) +
-                       " node (" + dtype_range_text(dt) + ")");
+      does_not_fit();
     }
-    if (!is_floating(dt) && !dtype_holds(dt, static_cast<double>(i))) {
-      throw_type_error(what + ": " + repr_of(v) + " does not fit a " + std::string(dtype_name(dt)) +
-                       " node (" + dtype_range_text(dt) + ")");
-    }
+    // Integer and bool dtypes must hold it exactly; a float dtype rounds it, as C++ does.
+    if (!is_floating(dt) && !dtype_holds(dt, static_cast<double>(i))) does_not_fit();
     Tensor t = Tensor::from_vector<int64_t>({i}, Shape{});
     return dt == DType::kInt64 ? t : t.cast(dt);
   }
   const double d = f.cast<double>();
-  if (!dtype_holds(dt, d)) {
-    throw_type_error(what + ": " + repr_of(v) + " does not fit a " + std::string(dtype_name(dt)) +
-                     " node (" + dtype_range_text(dt) + ")");
-  }
+  if (!dtype_holds(dt, d)) does_not_fit();
   return Tensor::scalar(d, dt);
 }
 
@@ -306,6 +303,32 @@ Tensor value_arg(py::handle v, DType want, const std::string& what) {
       throw_type_error(what + ": a " + py::str(arr.attr("dtype")).cast<std::string>() +
                        " value does not convert to " + std::string(dtype_name(want)) +
                        " without changing kind (pass an array of that dtype)");
+    }
+    if (!np.attr("can_cast")(arr.attr("dtype"), want_dt, "safe").cast<bool>()) {
+      // A narrowing within the kind: the values must survive it (no wrap-around of integers, no
+      // overflow of floats to infinity; rounding a float is allowed).
+      py::object converted;
+      {
+        // Overflow is what is being checked: no RuntimeWarning for it.
+        py::object quiet =
+            np.attr("errstate")(py::arg("over") = "ignore", py::arg("invalid") = "ignore");
+        quiet.attr("__enter__")();
+        try {
+          converted = arr.attr("astype")(want_dt);
+        } catch (...) {
+          quiet.attr("__exit__")(py::none(), py::none(), py::none());
+          throw;
+        }
+        quiet.attr("__exit__")(py::none(), py::none(), py::none());
+      }
+      const bool kept = is_floating(want) ? np.attr("all")(np.attr("isfinite")(converted).attr(
+                                                               "__ge__")(np.attr("isfinite")(arr)))
+                                                .cast<bool>()
+                                          : np.attr("array_equal")(converted, arr).cast<bool>();
+      if (!kept) {
+        throw_type_error(what + ": " + describe_value(v) + " has values out of the range of " +
+                         std::string(dtype_name(want)) + " (" + dtype_range_text(want) + ")");
+      }
     }
     return to_tensor(arr, want_dt);
   } catch (const TypeError& e) {
