@@ -598,6 +598,12 @@ struct PyOpContext {
 // forever: its ops need this very thread, busy waiting for them.
 thread_local int t_handed_off_ops = 0;
 
+bool context_done(const Context& ctx) {
+  if (ctx.err()) return true;
+  const std::optional<Clock::time_point> d = ctx.deadline();
+  return d.has_value() && Clock::now() >= *d;
+}
+
 struct PyOp {
   SharedPyObject fn;
   std::string name;
@@ -607,11 +613,16 @@ struct PyOp {
 
 // The C++ function of a Python op: converts the operands to Tensors, calls the Python function on
 // an OS thread holding the GIL (call_with_gil) and converts its result.
+//
+// An op that stops because its run is over (ctx.check() raising the run's CanceledError or
+// DeadlineExceededError, the context being done) fails the way a C++ op does, with the context's
+// own error: the machine then counts it as the run's cancellation, not as the node's failure.
 CustomFn python_op(std::shared_ptr<const PyOp> op) {
   return [op = std::move(op)](std::span<const Tensor> operands, const OpContext& oc) {
     Tensor out;
     const Context ctx = oc.ctx();
     const bool handed_off = in_green_thread();  // then fn runs on the Python-callback thread
+    bool stopped_by_run = false;
     call_with_gil([&] {
       struct Depth {
         bool on;
@@ -622,9 +633,24 @@ CustomFn python_op(std::shared_ptr<const PyOp> op) {
       size_t k = 0;
       if (op->pass_context) args[k++] = py::cast(PyOpContext{ctx});
       for (const Tensor& t : operands) args[k++] = wrap_tensor(t);
-      py::object r = py::reinterpret_borrow<py::object>(op->fn.get())(*args);
+      py::object r;
+      try {
+        r = py::reinterpret_borrow<py::object>(op->fn.get())(*args);
+      } catch (py::error_already_set& e) {
+        static auto* module = new py::object(py::module_::import("chanflow._native"));
+        if (context_done(ctx) && (e.matches(module->attr("CanceledError")) ||
+                                  e.matches(module->attr("DeadlineExceededError")))) {
+          stopped_by_run = true;
+          return;
+        }
+        throw;
+      }
       out = value_arg(r, op->dtype, "Python op '" + op->name + "' result");
     });
+    if (stopped_by_run) {
+      OpContext(&ctx).check();  // throws the context's error (it is done)
+      throw CanceledError("Python op '" + op->name + "': stopped by its run");
+    }
     return out;
   };
 }
@@ -958,12 +984,7 @@ void bind_graph(py::module_& m) {
           "check() -> None\n\nRaises the run's CanceledError / DeadlineExceededError once it "
           "is cancelled or past its deadline; else returns at once.")
       .def_property_readonly(
-          "cancelled",
-          [](const PyOpContext& c) {
-            if (c.ctx.err()) return true;
-            const std::optional<Clock::time_point> d = c.ctx.deadline();
-            return d.has_value() && Clock::now() >= *d;
-          },
+          "cancelled", [](const PyOpContext& c) { return context_done(c.ctx); },
           "Whether the run is cancelled or past its deadline (check() would raise).");
 
   py::class_<Graph> graph(

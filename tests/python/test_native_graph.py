@@ -343,6 +343,19 @@ def test_timeout_raises_deadline_exceeded_and_the_machine_stays_usable(kind):
     m.close()
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_python_op_stopped_by_its_run_is_not_a_failure(workers):
+    """The op's ctx.check() raising at the deadline is the run's cancellation, whichever the caller
+    sees first (the deadline, or the run completed with that op stopped): DeadlineExceededError,
+    never a MachineError, every time."""
+    g, x, y, _ = slow_op_graph()
+    m = cf.GoMachine(g, workers=workers)
+    for _ in range(10):
+        with pytest.raises(cf.DeadlineExceededError):
+            m.run({x: np.float64(1)}, timeout=0.02)
+    m.close()
+
+
 def test_a_zero_timeout_runs_nothing():
     g = cf.Graph()
     x = g.input("x", "float64", ())
