@@ -25,7 +25,8 @@ allocated), and PyTorch's own ``torch.from_dlpack`` of a NumPy array as the peer
 ``x`` (float32[4]), a constant ``one`` (float32[4]) and nine adds ``z_k = z_{k-1} + one``, built
 by chanflow's graph op functions exactly as ``BM_GoMachineRunTenOps`` (bench/graph/graph_bench.cc)
 builds it in C++; bind ``x`` = 0, read ``z8`` (= 9), on the process's default scheduler. Key
-``py_graph_run10``.
+``py_graph_run10``; ``py_tape_run10`` is the same on a ``TapeMachine`` (no thread hand-off: with
+``BM_TapeMachineRunTenOps``, the binding's own cost).
 
 ``write-program``: writes the 10-op program as chanflow.fluid builds it (how ten_ops.pbtxt was
 made; ``exec`` checks that the file and the Fluid program are still the same program).
@@ -140,21 +141,31 @@ def ten_op_graph():
 
 def bench_graph(args):
     g, x, z = ten_op_graph()
-    machine = chanflow.GoMachine(g)
     bindings = {x: np.zeros(FEED_SHAPE, dtype=np.float32)}
+    machines = {"py_graph_run10": chanflow.GoMachine(g), "py_tape_run10": chanflow.TapeMachine(g)}
 
-    def native(n):
-        run, result = machine.run, machine.result
-        for _ in range(n):
-            run(bindings)
-            result(z)
+    def loop(machine):
+        def batch(n):
+            run, result = machine.run, machine.result
+            for _ in range(n):
+                run(bindings)
+                result(z)
+        return batch
 
-    machine.run(bindings)
-    got = machine.result(z).numpy()
-    if got.tolist() != [EXPECTED] * FEED_SHAPE[0]:
-        sys.exit("python_bench: GoMachine.run gave %r, expected %r" % (got, EXPECTED))
-    timed(native, args.min_time / 5)  # warm
-    result("py_graph_run10", [timed(native, args.min_time) for _ in range(args.reps)])
+    for key, machine in machines.items():
+        machine.run(bindings)
+        got = machine.result(z).numpy()
+        if got.tolist() != [EXPECTED] * FEED_SHAPE[0]:
+            sys.exit("python_bench: %s gave %r, expected %r" % (key, got, EXPECTED))
+    batches = {key: loop(machine) for key, machine in machines.items()}
+    for batch in batches.values():  # warm
+        timed(batch, args.min_time / 5)
+    samples = {key: [] for key in batches}
+    for _ in range(args.reps):
+        for key, batch in batches.items():
+            samples[key].append(timed(batch, args.min_time))
+    for key, values in samples.items():
+        result(key, values)
 
 
 def chanflow_tensor(nbytes):
