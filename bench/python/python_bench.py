@@ -5,6 +5,7 @@ RESULT lines (``RESULT <key> ns <one value per repetition>``) like the peers' pr
     PYTHONPATH=build/release/python /usr/bin/python3 bench/python/python_bench.py exec \\
         --reps 5 --min-time 0.5
     ... python_bench.py dlpack --reps 5 --min-time 0.1
+    ... python_bench.py graph --reps 5 --min-time 0.5
     ... python_bench.py write-program bench/exec/ten_ops.pbtxt
 
 ``exec``: ``Executor.run`` of the 10-op program bench/exec/ten_ops.pbtxt (fill_constant and nine
@@ -19,6 +20,13 @@ NumPy array, ``np.from_dlpack`` and ``torch.from_dlpack`` of a chanflow tensor (
 allocated), and PyTorch's own ``torch.from_dlpack`` of a NumPy array as the peer. Keys
 ``dlpack_<what>/<bytes>``. Without PyTorch the torch keys are reported as ``UNAVAILABLE <key>
 <reason>``.
+
+``graph``: ``GoMachine.run`` + ``result`` of a 10-op graph, warm, through the native API: input
+``x`` (float32[4]), a constant ``one`` (float32[4]) and nine adds ``z_k = z_{k-1} + one``, built
+by chanflow's graph op functions exactly as ``BM_GoMachineRunTenOps`` (bench/graph/graph_bench.cc)
+builds it in C++; bind ``x`` = 0, read ``z8`` (= 9), on the process's default scheduler. Key
+``py_graph_run10``; ``py_tape_run10`` is the same on a ``TapeMachine`` (no thread hand-off: with
+``BM_TapeMachineRunTenOps``, the binding's own cost).
 
 ``write-program``: writes the 10-op program as chanflow.fluid builds it (how ten_ops.pbtxt was
 made; ``exec`` checks that the file and the Fluid program are still the same program).
@@ -119,6 +127,47 @@ def bench_exec(args):
         result(key, values)
 
 
+def ten_op_graph():
+    """The 10-op graph of BM_GoMachineRunTenOps: x, a constant one, nine additions."""
+    g = chanflow.Graph()
+    x = g.input("x", "float32", FEED_SHAPE)
+    one = g.constant(np.ones(FEED_SHAPE, np.float32), name="one")
+    z = x
+    for _ in range(9):
+        z = z + one
+    assert len(g) == 11 and z.op == "add"
+    return g, x, z
+
+
+def bench_graph(args):
+    g, x, z = ten_op_graph()
+    bindings = {x: np.zeros(FEED_SHAPE, dtype=np.float32)}
+    machines = {"py_graph_run10": chanflow.GoMachine(g), "py_tape_run10": chanflow.TapeMachine(g)}
+
+    def loop(machine):
+        def batch(n):
+            run, result = machine.run, machine.result
+            for _ in range(n):
+                run(bindings)
+                result(z)
+        return batch
+
+    for key, machine in machines.items():
+        machine.run(bindings)
+        got = machine.result(z).numpy()
+        if got.tolist() != [EXPECTED] * FEED_SHAPE[0]:
+            sys.exit("python_bench: %s gave %r, expected %r" % (key, got, EXPECTED))
+    batches = {key: loop(machine) for key, machine in machines.items()}
+    for batch in batches.values():  # warm
+        timed(batch, args.min_time / 5)
+    samples = {key: [] for key in batches}
+    for _ in range(args.reps):
+        for key, batch in batches.items():
+            samples[key].append(timed(batch, args.min_time))
+    for key, values in samples.items():
+        result(key, values)
+
+
 def chanflow_tensor(nbytes):
     """A float32 chanflow tensor of nbytes that chanflow's executor allocated (fill_constant)."""
     program = fluid.Program()
@@ -180,7 +229,7 @@ def bench_dlpack(args):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("mode", choices=("exec", "dlpack", "write-program"))
+    ap.add_argument("mode", choices=("exec", "dlpack", "graph", "write-program"))
     ap.add_argument("path", nargs="?", help="write-program: the file to write")
     ap.add_argument("--reps", type=int, default=5, help="repetitions (one value each)")
     ap.add_argument("--min-time", type=float, default=0.5,
@@ -205,7 +254,7 @@ def main():
         except ImportError:
             versions += ", no torch"
     print("# python3 %s" % versions, flush=True)
-    (bench_exec if args.mode == "exec" else bench_dlpack)(args)
+    {"exec": bench_exec, "dlpack": bench_dlpack, "graph": bench_graph}[args.mode](args)
 
 
 if __name__ == "__main__":

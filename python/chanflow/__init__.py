@@ -9,6 +9,8 @@ The native API (``chanflow._native``, one extension module over the C++ library)
 - ``Executor.run(program, feed, fetch, timeout)``, with the GIL released while it runs;
 - ``Object`` and one class per object type (``types``, ``object_class``), ``Array`` and ``Map``,
   ``to_object``, ``to_json`` / ``from_json``;
+- ``Graph``, ``Node``, the graph op functions (``matmul``, ``relu``, ``sum`` ... one per entry of
+  the C++ op list, chanflow/graph/op_list.h), ``grad``, ``GoMachine`` and ``TapeMachine``;
 - the error classes, all under ``chanflow.Error``.
 
 ``chanflow.fluid`` offers PaddlePaddle Fluid's API by its names on top of these.
@@ -33,12 +35,17 @@ from chanflow._native import (  # noqa: F401
     MachineError,
     Map,
     Object,
+    GoMachine,
+    Graph,
+    Node,
+    OpContext,
     Program,
     ProgramBuilder,
     ProgramError,
     SelectGuard,
     ShapeError,
     Tensor,
+    TapeMachine,
     TypeError,
     Var,
     VarType,
@@ -46,6 +53,7 @@ from chanflow._native import (  # noqa: F401
     from_dlpack,
     from_json,
     load_program,
+    grad,
     object_class,
     op_schema,
     tensor,
@@ -63,4 +71,22 @@ __all__ = [
     "types",
     # programs
     "BlockGuard", "ProgramBuilder", "SelectGuard", "Var", "VarType", "load_program",
+    # graphs and machines (the op functions are added below)
+    "GoMachine", "Graph", "Node", "OpContext", "TapeMachine", "grad",
 ]
+
+# The graph op functions, one per entry of the C++ op list: a new op appears here by itself.
+# graph_ops names them in the list's order. Those named like a Python builtin (abs, max, min, pow,
+# sum) are chanflow.sum ... but are left out of __all__, so `from chanflow import *` does not
+# shadow the builtins.
+import builtins as _builtins  # noqa: E402
+
+from chanflow import _native as _native_module  # noqa: E402
+
+graph_ops = tuple(name for name, _kind, _doc in _native_module._graph_ops)
+__all__.append("graph_ops")
+for _name in graph_ops:
+    globals()[_name] = getattr(_native_module, _name)
+    if not hasattr(_builtins, _name):
+        __all__.append(_name)
+del _name, _native_module, _builtins

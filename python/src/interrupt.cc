@@ -124,7 +124,9 @@ void ensure_watcher(State& s) {
 // GIL held.
 bool should_install(State& s) {
   if (!s.getsignal) {
-    s.getsignal = py::module_::import("signal").attr("getsignal");
+    // _signal's, not signal's: signal.getsignal wraps the handler in an enum (raising and catching
+    // two exceptions per call, 5 us), once per run.
+    s.getsignal = py::module_::import("_signal").attr("getsignal");
     s.main_ident = py::module_::import("threading").attr("main_thread")().attr("ident");
   }
   if (py::int_(PyThread_get_thread_ident()).not_equal(s.main_ident)) return false;
