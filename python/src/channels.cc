@@ -34,6 +34,7 @@
 #include "chanflow/core/string.h"
 #include "chanflow/runtime/channel.h"
 #include "chanflow/runtime/context.h"
+#include "chanflow/runtime/external_waiter.h"
 #include "chanflow/runtime/select.h"
 #include "chanflow/tensor/dtype.h"
 #include "native.h"
@@ -360,8 +361,17 @@ py::tuple select_py(py::handle cases_arg, bool has_default, py::handle timeout) 
 }  // namespace
 
 void bind_channels(py::module_& m) {
-  g_main_thread =
-      py::module_::import("threading").attr("main_thread")().attr("ident").cast<unsigned long>();
+  py::module_ threading = py::module_::import("threading");
+  py::object main_thread = threading.attr("main_thread")();
+  g_main_thread = main_thread.attr("ident").cast<unsigned long>();
+  // The runtime took every thread alive when the module was loaded for a helper that never wakes
+  // a waiter; the script's own threads started before `import chanflow` may well send on a
+  // channel a blocked thread waits on (else that thread's receive would be a false deadlock).
+  long others = 0;
+  for (py::handle t : threading.attr("enumerate")()) {
+    if (!t.is(main_thread)) ++others;
+  }
+  count_preexisting_threads_as_plain(others);
 
   register_wrapper(ChannelObj::runtime_type_index(),
                    [](ObjectRef r) { return py::cast(downcast<Channel>(std::move(r))); });
