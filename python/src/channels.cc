@@ -164,6 +164,16 @@ std::string seconds_text(Clock::duration d) {
   return os.str();
 }
 
+// The context a blocking call on the main thread without a timeout waits on, for Ctrl-C to
+// cancel: one, made again only after a SIGINT canceled it (a context and its done() channel are
+// two allocations and frees a call otherwise). Main thread only, with the GIL held.
+Context main_context() {
+  static Context* ctx = nullptr;  // never destroyed: blocking calls may run during finalisation
+  if (ctx == nullptr) ctx = new Context(with_cancel(background()));
+  if (ctx->err()) *ctx = with_cancel(background());
+  return *ctx;
+}
+
 // Performs one of cases[0, n) blocking, with the GIL released (held on entry and on return);
 // cases has room for one more case (the context's). See the top of this file for timeouts and
 // Ctrl-C. Returns the index of the case performed. `what` names the call in errors.
@@ -187,8 +197,7 @@ std::size_t block_on(std::vector<SelectCase>& cases, std::size_t n,
   }
   const Clock::time_point start = Clock::now();
   for (;;) {
-    const Context ctx =
-        deadline ? with_deadline(background(), *deadline) : with_cancel(background());
+    const Context ctx = deadline ? with_deadline(background(), *deadline) : main_context();
     Chan<Unit> done = ctx.done();
     std::optional<Unit> fired;
     cases[n] = SelectCase::recv(done, fired);
