@@ -103,10 +103,11 @@ std::map<std::string, Channel> convert_channels(py::handle channels) {
   return out;
 }
 
-// The fetched variables of a finished run, in fetch order (the same checks as the C++
-// Executor::run's fetch, which returns tensors only: here a channel variable may be fetched too).
-py::list fetch_values(const Scope& root, const std::vector<std::string>& fetches) {
-  py::list result;
+// The fetched variables of a finished run, in fetch order: the C++ Executor::run's checks, with a
+// channel variable fetchable too (that run returns tensors only). Needs no GIL.
+std::vector<ObjectRef> fetch_refs(const Scope& root, const std::vector<std::string>& fetches) {
+  std::vector<ObjectRef> out;
+  out.reserve(fetches.size());
   for (const std::string& name : fetches) {
     std::optional<ObjectRef> v = root.find(name);
     if (!v) throw Error("fetch '" + name + "': block 0 declares no such variable");
@@ -115,9 +116,9 @@ py::list fetch_values(const Scope& root, const std::vector<std::string>& fetches
       throw TypeError("fetch '" + name + "': the variable holds a " +
                       std::string((*v)->type_key()) + ", not a tensor or a channel");
     }
-    result.append(wrap_object(*v));
+    out.push_back(std::move(*v));
   }
-  return result;
+  return out;
 }
 
 Context run_context(py::handle timeout) {
@@ -150,12 +151,14 @@ py::list run(PyExecutor& self, py::handle program, py::handle feed, py::handle f
   const Context ctx = run_context(timeout);
 
   InterruptScope interrupt(ctx);
-  Scope root;
+  std::vector<ObjectRef> fetched;
   std::exception_ptr error;
   {
     py::gil_scoped_release nogil;
     try {
-      root = self.get().run_scope(ctx, p, feeds, chans);
+      // The run's other variables (tensors it made, channels and what they still buffer) are
+      // dropped here too, without the GIL.
+      fetched = fetch_refs(self.get().run_scope(ctx, p, feeds, chans), fetches);
     } catch (...) {
       error = std::current_exception();
     }
@@ -164,15 +167,8 @@ py::list run(PyExecutor& self, py::handle program, py::handle feed, py::handle f
   release_pending_owners();
   interrupt.finish();  // raises KeyboardInterrupt when Python's handler does
   if (error) std::rethrow_exception(error);
-  py::list result = fetch_values(root, fetches);
-  {
-    // The run's other variables (tensors it made, channels and what they still buffer) are
-    // dropped without the GIL: values sent from Python hold no Python object, imported arrays
-    // are released later.
-    py::gil_scoped_release nogil;
-    root = Scope();
-  }
-  release_pending_owners();
+  py::list result;
+  for (ObjectRef& v : fetched) result.append(wrap_object(std::move(v)));
   return result;
 }
 
