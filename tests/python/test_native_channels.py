@@ -629,6 +629,17 @@ def test_a_fetched_channel_variable_is_a_channel(ex):
     ch.close()  # the run is over; the channel lives on in Python
 
 
+def test_fluid_fetch_of_a_channel_variable():
+    program = fluid.Program()
+    with fluid.program_guard(program):
+        ch = fluid.make_channel(dtype=FVT.LOD_TENSOR, capacity=1)
+    exe = fluid.Executor(fluid.CPUPlace())
+    with pytest.raises(cf.TypeError, match=r"fetch_list\[0\] \('channel_\d+'\) is a channel"):
+        exe.run(program, fetch_list=[ch])
+    (got,) = exe.run(program, fetch_list=[ch], return_numpy=False)
+    assert isinstance(got, cf.Channel) and got.capacity == 1
+
+
 @pytest.mark.parametrize("channels, error, message", [
     ([("in", None)], cf.TypeError, "channels must be a dict of variable name -> chanflow.Channel"),
     ({1: None}, cf.TypeError, "channels keys must be str variable names, got 'int' 1"),
