@@ -359,13 +359,15 @@ def test_make_chan_rejects_bad_arguments(args, error, message):
 
 def test_bad_values_timeouts_and_cases_raise_typed_errors():
     ch = cf.make_chan(1)
-    with pytest.raises(cf.TypeError, match=r"Channel.send: value: cannot convert a Python 'object'"):
+    with pytest.raises(cf.TypeError,
+                       match=r"Channel.send: value: cannot convert a Python 'object'"):
         ch.send(object())
     with pytest.raises(cf.TypeError, match="Channel.try_send: value"):
         ch.try_send({1, 2})
     with pytest.raises(cf.TypeError, match="does not fit in int64"):
         ch.send(2**64)
-    with pytest.raises(cf.TypeError, match="timeout must be a number of seconds or None, got 'str'"):
+    with pytest.raises(cf.TypeError,
+                       match="timeout must be a number of seconds or None, got 'str'"):
         ch.recv(timeout="1s")
     with pytest.raises(ValueError, match="timeout must be >= 0 seconds, got -1"):
         ch.send(1, timeout=-1)
