@@ -361,6 +361,11 @@ class Sources:
         return self.python_bench("dlpack", "--reps", self.reps,
                                  "--min-time", self.args.min_time / 5)
 
+    def src_py_chan(self):
+        """A round trip between two Python threads over chanflow channels and over queue.Queue,
+        interleaved in one process (bench/python/python_bench.py chan)."""
+        return self.python_bench("chan", "--reps", self.reps, "--min-time", self.args.min_time)
+
     def src_tbb(self, threads):
         exe = self.build_peer("tbb_flow_peer")
         return self.parse_results(run([exe, "--reps", self.reps, "--threads", threads, "--nodes",
@@ -536,6 +541,16 @@ def rows():
     add("python", "chanflow.TapeMachine.run + result (native API): 10-op graph, bind + read "
         "float32[4], warm", ("py_graph", "py_tape_run10"), ("py_graph", "cpp_tape_run10"),
         "C++ cf::TapeMachine::run + result, same graph", "us", None, lambda ns: ns / 1e3)
+    # A round trip between two Python threads (one sends, the other receives and sends back, the
+    # first receives) over two chanflow channels against the same ping-pong over two
+    # queue.Queue; the first thread is Python's main thread (where blocking channel calls also
+    # listen for Ctrl-C) or both are threading threads. Target: <= 1 x queue.Queue.
+    for where, who in (("main", "main thread <-> thread"), ("threads", "thread <-> thread")):
+        for kind, what in (("cf0", "unbuffered"), ("cf1", "capacity 1")):
+            add("python", f"channel round trip, {who}, {what} chanflow channels",
+                ("py_chan", f"chan_pingpong_{kind}_{where}"),
+                ("py_chan", f"chan_pingpong_queue_{where}"), "queue.Queue, same threads", "us",
+                ("<=", 1.0), lambda ns: ns / 1e3)
     # The DLPack hand-off is zero-copy, so its time must not grow with the array's size: the
     # target is the time at 256 MiB / the time at 1 KiB <= 2 (a copy of 256 MiB would take
     # ~10^4 x a hand-off); each size's time is shown next to PyTorch's own

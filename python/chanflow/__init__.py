@@ -6,11 +6,13 @@ The native API (``chanflow._native``, one extension module over the C++ library)
   NumPy, PyTorch and any DLPack producer;
 - ``Program`` (``from_text``, ``from_binary``, ``load``, ``from_blocks``), ``load_program``,
   ``op_schema`` and ``ProgramBuilder`` (the C++ builder: ``Var``, ``VarType``, block guards);
-- ``Executor.run(program, feed, fetch, timeout)``, with the GIL released while it runs;
+- ``Executor.run(program, feed, fetch, channels, timeout)``, with the GIL released while it runs;
 - ``Object`` and one class per object type (``types``, ``object_class``), ``Array`` and ``Map``,
   ``to_object``, ``to_json`` / ``from_json``;
 - ``Graph``, ``Node``, the graph op functions (``matmul``, ``relu``, ``sum`` ... one per entry of
   the C++ op list, chanflow/graph/op_list.h), ``grad``, ``GoMachine`` and ``TapeMachine``;
+- ``make_chan`` / ``Channel``, ``recv_case`` / ``send_case`` and ``select``: Go's channels, shared
+  by Python threads, green threads and running programs;
 - the error classes, all under ``chanflow.Error``.
 
 ``chanflow.fluid`` offers PaddlePaddle Fluid's API by its names on top of these.
@@ -25,6 +27,7 @@ from chanflow._native import (  # noqa: F401
     BlockGuard,
     BlockRef,
     CanceledError,
+    Channel,
     ChannelClosedError,
     DeadlineExceededError,
     DeadlockError,
@@ -42,6 +45,7 @@ from chanflow._native import (  # noqa: F401
     Program,
     ProgramBuilder,
     ProgramError,
+    SelectCase,
     SelectGuard,
     ShapeError,
     Tensor,
@@ -53,9 +57,13 @@ from chanflow._native import (  # noqa: F401
     from_dlpack,
     from_json,
     load_program,
+    make_chan,
     grad,
     object_class,
     op_schema,
+    recv_case,
+    select,
+    send_case,
     tensor,
     to_json,
     to_object,
@@ -73,6 +81,8 @@ __all__ = [
     "BlockGuard", "ProgramBuilder", "SelectGuard", "Var", "VarType", "load_program",
     # graphs and machines (the op functions are added below)
     "GoMachine", "Graph", "Node", "OpContext", "TapeMachine", "grad",
+    # channels
+    "Channel", "SelectCase", "make_chan", "recv_case", "select", "send_case",
 ]
 
 # The graph op functions, one per entry of the C++ op list: a new op appears here by itself.

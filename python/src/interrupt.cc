@@ -124,8 +124,9 @@ void ensure_watcher(State& s) {
 // GIL held.
 bool should_install(State& s) {
   if (!s.getsignal) {
-    // _signal's, not signal's: signal.getsignal wraps the handler in an enum (raising and catching
-    // two exceptions per call, 5 us), once per run.
+    // The C function, not signal.getsignal: that one converts the handler to an enum member and
+    // raises (and catches) a ValueError for every Python-level handler, microseconds per call
+    // (channel operations on the main thread install a scope per blocking call).
     s.getsignal = py::module_::import("_signal").attr("getsignal");
     s.main_ident = py::module_::import("threading").attr("main_thread")().attr("ident");
   }
