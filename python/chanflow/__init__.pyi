@@ -12,8 +12,8 @@ import builtins
 import enum
 import os
 from types import ModuleType
-from typing import (Any, Callable, Collection, Iterable, Iterator, Mapping, Optional, Sequence,
-                    Tuple, Union, overload)
+from typing import (Any, Callable, Collection, Iterable, Iterator, Literal, Mapping, Optional,
+                    Sequence, Tuple, Union, overload)
 
 import numpy
 import numpy.typing
@@ -283,9 +283,13 @@ class ProgramBuilder:
 class Executor:
     def __init__(self, workers: int = ..., max_threads: int = ..., max_memory: int = ...) -> None:
         ...
-    def run(self, program: Program, feed: Optional[Mapping[str, Any]] = ...,
-            fetch: Optional[Sequence[str]] = ..., timeout: Optional[float] = ...) -> list[Tensor]:
-        ...
+    # feed: {name: array-like} (a dict; values as tensor() takes them); fetch: a list or tuple of
+    # names; channels: {name of a block 0 channel variable: the Channel it is bound to}. Returns
+    # the fetched variables in fetch order: a Tensor each, a Channel for a channel variable.
+    def run(self, program: Program, feed: Optional[dict[str, Any]] = None,
+            fetch: Optional[Union[list[str], Tuple[str, ...]]] = None,
+            channels: Optional[dict[str, Channel]] = None,
+            timeout: Optional[float] = None) -> list[Any]: ...
 
 # ---- graphs (Graph, Node, the ops, grad, GoMachine, TapeMachine) -------------------------------
 
@@ -414,5 +418,77 @@ class TapeMachine:
     def __exit__(self, *args: object) -> None: ...
 
 # ---- channels (make_chan, Channel, select) -----------------------------------------------------
+
+class Channel(Object):
+    """Go's channel, shared by Python threads, green threads and running programs. It carries
+    chanflow objects: send converts a Python value as Executor.run's feeds do (a NumPy array
+    becomes a Tensor sharing its memory), recv gives it back as a Python value. Equality and hash
+    are identity."""
+    def __init__(self, capacity: int = 0, elem: Optional[str] = None) -> None:
+        """The same as make_chan(capacity, elem)."""
+    def send(self, value: Any, timeout: Optional[float] = None) -> None:
+        """Blocks until a receiver or the buffer takes `value`; ChannelClosedError once closed,
+        DeadlineExceededError when `timeout` seconds pass first."""
+    def recv(self, timeout: Optional[float] = None) -> Tuple[Any, bool]:
+        """(value, True), or (None, False) once the channel is closed and drained;
+        DeadlineExceededError when `timeout` seconds pass first."""
+    def try_send(self, value: Any) -> bool:
+        """Sends without blocking: whether a receiver or the buffer took the value."""
+    def try_recv(self) -> Tuple[Any, bool]:
+        """Receives without blocking: (value, True), else (None, False)."""
+    def close(self) -> None:
+        """Receivers drain the buffer, then get (None, False); senders raise
+        ChannelClosedError. Closing twice raises ChannelClosedError."""
+    def __len__(self) -> int: ...
+    @property
+    def capacity(self) -> int:
+        """The buffer's capacity (0: unbuffered)."""
+    @property
+    def closed(self) -> bool:
+        """Whether close() has happened."""
+    @property
+    def elem(self) -> str:
+        """The element type key: what send accepts ('Object': anything)."""
+    # Iterating receives until the channel is closed and drained.
+    def __iter__(self) -> Channel: ...
+    def __next__(self) -> Any: ...
+
+def make_chan(capacity: int = 0, elem: Optional[str] = None) -> Channel:
+    """A channel with room for `capacity` buffered values (0: unbuffered). `elem` restricts what
+    it carries, by type key: 'Object' (anything; None means this), 'Tensor', 'Tensor(float32)'
+    (any dtype name), 'Channel', 'Int', 'Float', 'Bool', 'String', 'Array' or 'Map'."""
+
+class SelectCase:
+    """One case of select(), made by recv_case() or send_case(); immutable, so reusable."""
+    @property
+    def channel(self) -> Optional[Channel]:
+        """The channel (None: the nil channel, never ready)."""
+    @property
+    def kind(self) -> Literal["send", "recv"]:
+        """Whether the case sends or receives."""
+    @property
+    def value(self) -> Any:
+        """The value a send case sends (None for a recv case)."""
+
+def recv_case(channel: Optional[Channel]) -> SelectCase:
+    """A select case receiving from `channel` (None: never ready, a switched-off case)."""
+def send_case(channel: Optional[Channel], value: Any) -> SelectCase:
+    """A select case sending `value` on `channel` (None: never ready); the value is converted
+    and checked against the channel's element type now."""
+
+# A list or tuple of cases (other sequences are refused).
+_Cases = Union[list[SelectCase], Tuple[SelectCase, ...]]
+
+# (index, value, ok): a receive gives (i, value, True), or (i, None, False) when its channel is
+# closed and drained; a send (i, None, True). Without a default select blocks (until `timeout`
+# seconds: DeadlineExceededError) and the index is always a case's; with default=True it returns
+# (None, None, False) when no case is ready.
+@overload
+def select(cases: _Cases, default: Literal[False] = False,
+           timeout: Optional[float] = None) -> Tuple[int, Any, bool]:
+    """Go's select: performs exactly one of `cases`, chosen at random among the ready ones."""
+@overload
+def select(cases: _Cases, default: bool = False,
+           timeout: Optional[float] = None) -> Tuple[Optional[int], Any, bool]: ...
 
 # ---- functions (Function, get_global_func, register_func) --------------------------------------
