@@ -6,7 +6,7 @@
 #                                 on disk on a minimal Debian 12; see docs/getting_started.md)
 #   scripts/bootstrap.sh --dev    also what CI, benchmarks and linting need: the peers that
 #                                 scripts/bench.py runs side by side, clang-14 with libFuzzer for
-#                                 the fuzz scripts, clang-format and clang-tidy, git, PyTorch (about 559 MB,
+#                                 the fuzz scripts, clang-format and clang-tidy, git, PyTorch, mypy (about 567 MB,
 #                                 2.7 GB on disk in all)
 #   CHANFLOW_SKIP_BOOTSTRAP=1 ... skip entirely (e.g. on a machine you manage yourself)
 #
@@ -67,6 +67,7 @@ dev_packages=(
   golang-go libboost-fiber-dev libtbb-dev
   gnuplot-nox               # scripts/bench.py's chart
   python3-torch             # tests/python's zero-copy exchange with PyTorch (skipped without it)
+  python3-mypy              # tests/python/test_native_stubs.py type-checks the .pyi (skipped without it)
 )
 set_name="base set"
 if [[ $dev == 1 ]]; then
