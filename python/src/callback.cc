@@ -17,6 +17,7 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <utility>
 
@@ -67,6 +68,11 @@ class CallbackThread {
     if (stopped_) throw_shutting_down();
     if (!thread_.joinable()) thread_ = std::thread([this] { loop(); });
     queue_.push_back(std::move(r));
+    // The thread is about to run a callable that wakes its caller: from now on deadlock
+    // detection must count it as a thread that may wake a chanflow waiter. Ended here, before
+    // the caller parks, not by the thread once it woke: otherwise, between the caller's park and
+    // the thread's wake-up, a parked caller and an idle-looking thread look like a deadlock.
+    idle_.reset();
     cv_.notify_one();
   }
 
@@ -101,8 +107,9 @@ class CallbackThread {
       {
         std::unique_lock<std::mutex> lock(mu_);
         if (queue_.empty() && !stopped_) {
-          ScopedExternalWaiter idle;  // waiting for work, this thread wakes no chanflow waiter
+          idle_.emplace();  // waiting for work, this thread wakes no chanflow waiter
           cv_.wait(lock, [this] { return !queue_.empty() || stopped_; });
+          idle_.reset();
         }
         if (queue_.empty()) break;  // stopped and drained
         r = std::move(queue_.front());
@@ -125,7 +132,10 @@ class CallbackThread {
   std::condition_variable cv_;
   std::deque<std::shared_ptr<Request>> queue_;  // guarded by mu_
   std::thread thread_;                          // guarded by mu_
-  bool stopped_ = false;                        // guarded by mu_
+  // Set while the thread waits for work with an empty queue (it counts one thread, not an
+  // identity, so post() may end it on the poster's thread); guarded by mu_.
+  std::optional<ScopedExternalWaiter> idle_;
+  bool stopped_ = false;  // guarded by mu_
 };
 
 CallbackThread& callback_thread() {
