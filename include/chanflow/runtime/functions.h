@@ -5,7 +5,7 @@
 //       and gets the result, or f's exception rethrown.
 //   runtime.map_in_green_threads(f, items: Array) -> Array [f(items[0]), f(items[1]), ...], each
 //       call on its own green thread, all concurrently; waits for all of them, then rethrows the
-//       first exception if one threw.
+//       exception of the first call (by position) that threw.
 //
 // Both let code in any language run a function on green threads through the registry, e.g. to
 // call a Python-registered function from green threads (it then runs on the Python-callback
