@@ -166,23 +166,27 @@ const char* string_param(const char* s, const char* function, const char* name) 
   return s;
 }
 
-// The object behind a handle the caller passes in; throws TypeError for NULL and for pointers
-// that cannot be a live object.
-Object* checked(chanflow_object_t handle, const char* function, const char* name) {
-  if (handle == nullptr) {
-    CHANFLOW_THROW(TypeError) << function << ": " << name << " is a null handle";
-  }
+// Why `handle` cannot be a live object (for the message "<name> <problem>"), or nullptr when it
+// can: not NULL, aligned, of a registered type, with a positive count.
+const char* handle_problem(chanflow_object_t handle) noexcept {
+  if (handle == nullptr) return "is a null handle";
   if (reinterpret_cast<uintptr_t>(handle) % alignof(Object) != 0) {
-    CHANFLOW_THROW(TypeError) << function << ": " << name
-                              << " is not a chanflow object handle (misaligned pointer)";
+    return "is not a chanflow object handle (misaligned pointer)";
   }
-  auto* obj = reinterpret_cast<Object*>(handle);
+  const auto* obj = reinterpret_cast<const Object*>(handle);
   if (obj->type_index() >= TypeRegistry::kMaxTypeIndex ||
       TypeRegistry::global().find(obj->type_index()) == nullptr || obj->use_count() <= 0) {
-    CHANFLOW_THROW(TypeError) << function << ": " << name
-                              << " is not a live chanflow object handle";
+    return "is not a live chanflow object handle";
   }
-  return obj;
+  return nullptr;
+}
+
+// The object behind a handle the caller passes in; TypeError naming `name` when it cannot be one.
+Object* checked(chanflow_object_t handle, const char* function, const char* name) {
+  if (const char* problem = handle_problem(handle)) {
+    CHANFLOW_THROW(TypeError) << function << ": " << name << " " << problem;
+  }
+  return reinterpret_cast<Object*>(handle);
 }
 
 // The object behind a handle as a T, or TypeError naming both types.
@@ -209,28 +213,52 @@ ObjectRef borrow(chanflow_object_t handle) noexcept {
   return ObjectUnsafe::attach(obj);
 }
 
-// Calls `f` with the borrowed argument handles. Up to kInline arguments live on the stack.
+// The caller's argument handles as ObjectRefs that own no count: the handles are borrowed for
+// the call and keep their objects alive until it returns, so the refs take no reference (two
+// atomic operations per argument saved) and give their pointers back at the end instead of
+// releasing them. The body sees them as const ObjectRefs and keeps what it keeps by copying,
+// which counts as usual.
+class BorrowedArgs {
+ public:
+  BorrowedArgs(const chanflow_object_t* args, size_t n) : size_(n) {
+    if (n > kInline) {
+      heap_ = std::make_unique<ObjectRef[]>(n);
+      refs_ = heap_.get();
+    }
+    for (size_t i = 0; i < n; ++i) {
+      if (args[i] != nullptr) refs_[i] = ObjectUnsafe::attach(reinterpret_cast<Object*>(args[i]));
+    }
+  }
+  ~BorrowedArgs() {
+    for (size_t i = 0; i < size_; ++i) (void)ObjectUnsafe::detach(std::move(refs_[i]));
+  }
+  BorrowedArgs(const BorrowedArgs&) = delete;
+  BorrowedArgs& operator=(const BorrowedArgs&) = delete;
+
+  std::span<const ObjectRef> span() const noexcept { return {refs_, size_}; }
+
+ private:
+  static constexpr size_t kInline = 8;
+  ObjectRef inline_[kInline];
+  std::unique_ptr<ObjectRef[]> heap_;
+  ObjectRef* refs_ = inline_;
+  size_t size_;
+};
+
+// Calls `f` with the caller's argument handles (NULL entries are null objects).
 ObjectRef call_function(const FunctionObj* f, const chanflow_object_t* args, size_t num_args,
                         const char* function) {
   if (num_args > 0 && args == nullptr) {
     CHANFLOW_THROW(TypeError) << function << ": args is NULL but num_args is " << num_args;
   }
   for (size_t i = 0; i < num_args; ++i) {
-    if (args[i] != nullptr) {
-      const std::string name = "args[" + std::to_string(i) + "]";
-      checked(args[i], function, name.c_str());
+    if (args[i] == nullptr) continue;
+    if (const char* problem = handle_problem(args[i])) {
+      CHANFLOW_THROW(TypeError) << function << ": args[" << i << "] " << problem;
     }
   }
-  constexpr size_t kInline = 8;
-  if (num_args <= kInline) {
-    ObjectRef refs[kInline];
-    for (size_t i = 0; i < num_args; ++i) refs[i] = borrow(args[i]);
-    return f->call(std::span<const ObjectRef>(refs, num_args));
-  }
-  std::vector<ObjectRef> refs;
-  refs.reserve(num_args);
-  for (size_t i = 0; i < num_args; ++i) refs.push_back(borrow(args[i]));
-  return f->call(refs);
+  const BorrowedArgs borrowed(args, num_args);
+  return f->call(borrowed.span());
 }
 
 // A C function body and its user data; the deleter runs when the last copy of the Function's body
@@ -358,16 +386,26 @@ int chanflow_type_index_to_key(uint32_t index, const char** out) {
 int64_t chanflow_live_object_count(void) { return cf::live_object_count(); }
 
 int chanflow_int_new(int64_t value, chanflow_object_t* out) {
-  return guard([&] { *out_param(out, "chanflow_int_new", "out") = to_handle(cf::Int(value)); });
+  return guard([&] {
+    // The out-parameter is checked before the object exists (an assignment evaluates its right
+    // side first: a handle made first would leak when the check throws).
+    chanflow_object_t* o = out_param(out, "chanflow_int_new", "out");
+    *o = to_handle(cf::Int(value));
+  });
 }
 
 int chanflow_float_new(double value, chanflow_object_t* out) {
-  return guard([&] { *out_param(out, "chanflow_float_new", "out") = to_handle(cf::Float(value)); });
+  return guard([&] {
+    chanflow_object_t* o = out_param(out, "chanflow_float_new", "out");
+    *o = to_handle(cf::Float(value));
+  });
 }
 
 int chanflow_bool_new(int value, chanflow_object_t* out) {
-  return guard(
-      [&] { *out_param(out, "chanflow_bool_new", "out") = to_handle(cf::Bool(value != 0)); });
+  return guard([&] {
+    chanflow_object_t* o = out_param(out, "chanflow_bool_new", "out");
+    *o = to_handle(cf::Bool(value != 0));
+  });
 }
 
 int chanflow_string_new(const char* data, size_t size, chanflow_object_t* out) {

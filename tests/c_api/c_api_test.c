@@ -176,6 +176,9 @@ static void test_boxed_values(void) {
   FAILS_WITH(chanflow_string_new(NULL, 3, &empty),
              "TypeError: chanflow_string_new: data is NULL but size is 3");
   FAILS_WITH(chanflow_int_new(1, NULL), "TypeError: chanflow_int_new: out is NULL");
+  FAILS_WITH(chanflow_float_new(1, NULL), "TypeError: chanflow_float_new: out is NULL");
+  FAILS_WITH(chanflow_bool_new(1, NULL), "TypeError: chanflow_bool_new: out is NULL");
+  FAILS_WITH(chanflow_string_new("x", 1, NULL), "TypeError: chanflow_string_new: out is NULL");
   FAILS_WITH(chanflow_int_value(i, NULL), "TypeError: chanflow_int_value: out is NULL");
 
   OK(chanflow_object_release(i));
