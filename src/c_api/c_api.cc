@@ -174,8 +174,12 @@ const char* handle_problem(chanflow_object_t handle) noexcept {
     return "is not a chanflow object handle (misaligned pointer)";
   }
   const auto* obj = reinterpret_cast<const Object*>(handle);
-  if (obj->type_index() >= TypeRegistry::kMaxTypeIndex ||
-      TypeRegistry::global().find(obj->type_index()) == nullptr || obj->use_count() <= 0) {
+  // The ancestry table is what is_instance reads: one inline load says whether the index is a
+  // registered type (TypeRegistry::find would be two calls).
+  const uint32_t index = obj->type_index();
+  if (index >= detail::kMaxTypeIndex ||
+      detail::g_type_ancestry[index].load(std::memory_order_acquire) == nullptr ||
+      obj->use_count() <= 0) {
     return "is not a live chanflow object handle";
   }
   return nullptr;

@@ -1,6 +1,6 @@
 // function.cc — the global function registry and the core layer's built-in functions.
 //
-// The registry is a sorted map behind a shared mutex, created on first use and never destroyed
+// The registry is a sorted map behind a spin lock, created on first use and never destroyed
 // (functions registered by static initialisers of other libraries may be looked up during
 // static destruction). The built-ins below are registered when the map is created, and this
 // file forces that while the program loads (kCoreFunctionsRegistered), so every function that
@@ -12,18 +12,22 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
-#include <shared_mutex>
 
 #include "chanflow/core/array.h"
 #include "chanflow/core/boxed.h"
+#include "chanflow/core/detail/spinlock.h"
 #include "chanflow/core/json.h"
 #include "chanflow/core/string.h"
 
 namespace chanflow {
 namespace {
 
+// Every critical section is a map lookup, insert or erase plus a handle copy (list_global_funcs
+// copies the names): short and never blocking, so a spin lock (one atomic exchange, a release
+// store to unlock) beats a shared mutex (two read-modify-writes of its reader count per lookup)
+// even with concurrent lookups, which would all write that count's cache line anyway.
 struct Registry {
-  std::shared_mutex mu;
+  detail::SpinLock mu;
   std::map<std::string, Function, std::less<>> funcs;  // guarded by mu
 };
 
@@ -97,7 +101,7 @@ void register_func(std::string_view name, Function f, bool override) {
   Registry& r = registry();
   Function previous;  // destroyed after the lock is released: its destructor runs user code
   {
-    std::unique_lock<std::shared_mutex> lock(r.mu);
+    std::unique_lock<detail::SpinLock> lock(r.mu);
     auto it = r.funcs.find(name);
     if (it == r.funcs.end()) {
       r.funcs.emplace(std::string(name), std::move(f));
@@ -113,7 +117,7 @@ void register_func(std::string_view name, Function f, bool override) {
 
 std::optional<Function> get_global_func(std::string_view name) {
   Registry& r = registry();
-  std::shared_lock<std::shared_mutex> lock(r.mu);
+  std::lock_guard<detail::SpinLock> lock(r.mu);
   auto it = r.funcs.find(name);
   if (it == r.funcs.end()) return std::nullopt;
   return it->second;
@@ -127,7 +131,7 @@ Function require_global_func(std::string_view name) {
 
 std::vector<std::string> list_global_funcs() {
   Registry& r = registry();
-  std::shared_lock<std::shared_mutex> lock(r.mu);
+  std::lock_guard<detail::SpinLock> lock(r.mu);
   std::vector<std::string> names;
   names.reserve(r.funcs.size());
   for (const auto& entry : r.funcs) names.push_back(entry.first);
@@ -137,7 +141,7 @@ std::vector<std::string> list_global_funcs() {
 bool remove_global_func(std::string_view name) {
   Registry& r = registry();
   Function removed;  // destroyed after the lock is released: its destructor runs user code
-  std::unique_lock<std::shared_mutex> lock(r.mu);
+  std::unique_lock<detail::SpinLock> lock(r.mu);
   auto it = r.funcs.find(name);
   if (it == r.funcs.end()) return false;
   removed = std::move(it->second);
