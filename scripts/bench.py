@@ -333,10 +333,38 @@ class Sources:
                     res[k] = v
         return res
 
+    def src_py_graph(self):
+        """GoMachine.run + result of the 10-op graph: C++ (BM_GoMachineRunTenOps, key
+        cpp_graph_run10) and Python (python_bench.py graph, py_graph_run10), one repetition of
+        each in turn, like src_py_exec."""
+        exe = self.chanflow_exe("graph/chanflow_graph_bench", "graph layer")
+        res = {}
+        for _ in range(self.reps):
+            cpp = self.gbench(exe, filt="^BM_(GoMachine|TapeMachine)RunTenOps/", reps=1,
+                              min_time=self.args.min_time)
+            if "BM_GoMachineRunTenOps" not in cpp or "BM_TapeMachineRunTenOps" not in cpp:
+                res["cpp_graph_run10!error"] = cpp.get("BM_GoMachineRunTenOps!error",
+                                                       "no BM_GoMachineRunTenOps reported")
+                break
+            res.setdefault("cpp_graph_run10", []).extend(cpp["BM_GoMachineRunTenOps"])
+            res.setdefault("cpp_tape_run10", []).extend(cpp["BM_TapeMachineRunTenOps"])
+            py = self.python_bench("graph", "--reps", 1, "--min-time", self.args.min_time)
+            for k, v in py.items():
+                if isinstance(v, list):
+                    res.setdefault(k, []).extend(v)
+                else:
+                    res[k] = v
+        return res
+
     def src_py_dlpack(self):
         """The DLPack hand-offs at 1 KiB ... 256 MiB, interleaved in one process."""
         return self.python_bench("dlpack", "--reps", self.reps,
                                  "--min-time", self.args.min_time / 5)
+
+    def src_py_chan(self):
+        """A round trip between two Python threads over chanflow channels and over queue.Queue,
+        interleaved in one process (bench/python/python_bench.py chan)."""
+        return self.python_bench("chan", "--reps", self.reps, "--min-time", self.args.min_time)
 
     def src_tbb(self, threads):
         exe = self.build_peer("tbb_flow_peer")
@@ -512,6 +540,27 @@ def rows():
         add("python", f"{api}: 10-op program, feed + fetch float32[4], warm",
             ("py_exec", key), ("py_exec", "cpp_run10"), "C++ cf::Executor::run, same program",
             "us", ("affine<=", 1.2, 10.0), lambda ns: ns / 1e3)
+    # GoMachine.run + result of a 10-op graph (input x float32[4], a constant, nine adds) built
+    # the same way in C++ (BM_GoMachineRunTenOps) and from Python (python_bench.py graph), warm, on
+    # the default scheduler, measured in turns; target <= 1.2 x the C++ call + 10 us.
+    add("python", "chanflow.GoMachine.run + result (native API): 10-op graph, bind + read "
+        "float32[4], warm", ("py_graph", "py_graph_run10"), ("py_graph", "cpp_graph_run10"),
+        "C++ cf::GoMachine::run + result, same graph", "us", ("affine<=", 1.2, 10.0),
+        lambda ns: ns / 1e3)
+    # The same on a TapeMachine (no thread hand-off): the binding's own cost, for context.
+    add("python", "chanflow.TapeMachine.run + result (native API): 10-op graph, bind + read "
+        "float32[4], warm", ("py_graph", "py_tape_run10"), ("py_graph", "cpp_tape_run10"),
+        "C++ cf::TapeMachine::run + result, same graph", "us", None, lambda ns: ns / 1e3)
+    # A round trip between two Python threads (one sends, the other receives and sends back, the
+    # first receives) over two chanflow channels against the same ping-pong over two
+    # queue.Queue; the first thread is Python's main thread (where blocking channel calls also
+    # listen for Ctrl-C) or both are threading threads. Target: <= 1 x queue.Queue.
+    for where, who in (("main", "main thread <-> thread"), ("threads", "thread <-> thread")):
+        for kind, what in (("cf0", "unbuffered"), ("cf1", "capacity 1")):
+            add("python", f"channel round trip, {who}, {what} chanflow channels",
+                ("py_chan", f"chan_pingpong_{kind}_{where}"),
+                ("py_chan", f"chan_pingpong_queue_{where}"), "queue.Queue, same threads", "us",
+                ("<=", 1.0), lambda ns: ns / 1e3)
     # The DLPack hand-off is zero-copy, so its time must not grow with the array's size: the
     # target is the time at 256 MiB / the time at 1 KiB <= 2 (a copy of 256 MiB would take
     # ~10^4 x a hand-off); each size's time is shown next to PyTorch's own

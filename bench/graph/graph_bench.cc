@@ -8,6 +8,7 @@
 //                  and the ceiling: two TapeMachines on two OS threads (4 MLPs each).
 //   deep_chain     a chain of matmul+tanh layers (no parallelism to find): GoMachine vs Tape.
 //   stream         16 items through a 4-stage MLP pipeline: stream() vs a loop of run().
+//   run10          a 10-op graph, one warm run + result: the C++ side of the Python row.
 #include <benchmark/benchmark.h>
 
 #include <memory>
@@ -205,6 +206,58 @@ void BM_RepeatedRunPipeline(benchmark::State& state) {
 }
 BENCHMARK(BM_StreamPipeline)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_RepeatedRunPipeline)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// The 10-op graph of the Python-vs-C++ rows (below).
+struct TenOps {
+  cf::Graph g;
+  cf::Node x, z;
+  cf::Bindings bindings;
+  TenOps() {
+    x = g.input("x", DType::kFloat32, {4});
+    const cf::Node one = g.constant(Tensor::ones({4}, DType::kFloat32), "one");
+    z = x;
+    for (int k = 0; k < 9; ++k) z = z + one;
+    bindings = {{x, Tensor::zeros({4}, DType::kFloat32)}};
+  }
+};
+
+// One warm GoMachine::run + result of the 10-op graph that bench/python/python_bench.py's `graph`
+// mode builds the same way from Python: input x (float32[4]), a constant `one` (float32[4]) and
+// nine adds z_k = z_{k-1} + one; bind x = 0, read z8 (= 9). scripts/bench.py compares it with the
+// same call from Python (target <= 1.2 x this + 10 us). Both sides run on the process's default
+// scheduler, called from the main OS thread.
+void BM_GoMachineRunTenOps(benchmark::State& state) {
+  TenOps t;
+  cf::GoMachine m(t.g);
+  m.run(cf::background(), t.bindings);
+  if (!m.result(t.z).equal_to(Tensor::full({4}, 9.0, DType::kFloat32))) {
+    state.SkipWithError("the 10-op graph: z8 is not 9");
+    return;
+  }
+  for (auto _ : state) {
+    m.run(cf::background(), t.bindings);
+    Tensor out = m.result(t.z);
+    benchmark::DoNotOptimize(out);
+  }
+}
+// The same on a TapeMachine (no thread hand-off): with python_bench.py's TapeMachine figure, the
+// cost of the Python binding alone.
+void BM_TapeMachineRunTenOps(benchmark::State& state) {
+  TenOps t;
+  cf::TapeMachine m(t.g);
+  m.run(cf::background(), t.bindings);
+  if (!m.result(t.z).equal_to(Tensor::full({4}, 9.0, DType::kFloat32))) {
+    state.SkipWithError("the 10-op graph: z8 is not 9");
+    return;
+  }
+  for (auto _ : state) {
+    m.run(cf::background(), t.bindings);
+    Tensor out = m.result(t.z);
+    benchmark::DoNotOptimize(out);
+  }
+}
+BENCHMARK(BM_GoMachineRunTenOps)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_TapeMachineRunTenOps)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 }  // namespace
 

@@ -5,6 +5,8 @@ RESULT lines (``RESULT <key> ns <one value per repetition>``) like the peers' pr
     PYTHONPATH=build/release/python /usr/bin/python3 bench/python/python_bench.py exec \\
         --reps 5 --min-time 0.5
     ... python_bench.py dlpack --reps 5 --min-time 0.1
+    ... python_bench.py graph --reps 5 --min-time 0.5
+    ... python_bench.py chan --reps 5 --min-time 0.5
     ... python_bench.py write-program bench/exec/ten_ops.pbtxt
 
 ``exec``: ``Executor.run`` of the 10-op program bench/exec/ten_ops.pbtxt (fill_constant and nine
@@ -20,6 +22,20 @@ allocated), and PyTorch's own ``torch.from_dlpack`` of a NumPy array as the peer
 ``dlpack_<what>/<bytes>``. Without PyTorch the torch keys are reported as ``UNAVAILABLE <key>
 <reason>``.
 
+``graph``: ``GoMachine.run`` + ``result`` of a 10-op graph, warm, through the native API: input
+``x`` (float32[4]), a constant ``one`` (float32[4]) and nine adds ``z_k = z_{k-1} + one``, built
+by chanflow's graph op functions exactly as ``BM_GoMachineRunTenOps`` (bench/graph/graph_bench.cc)
+builds it in C++; bind ``x`` = 0, read ``z8`` (= 9), on the process's default scheduler. Key
+``py_graph_run10``; ``py_tape_run10`` is the same on a ``TapeMachine`` (no thread hand-off: with
+``BM_TapeMachineRunTenOps``, the binding's own cost).
+
+``chan``: a round trip between two Python threads: one sends a value on a channel, the other
+receives it and sends it back on a second channel, and the first receives it (a ping-pong), over
+two chanflow channels (unbuffered and of capacity 1) and over two ``queue.Queue`` (the peer: the
+same ping-pong with ``put``/``get``). Measured with the first thread being Python's main thread
+(where chanflow's blocking calls also listen for Ctrl-C) and with both threads started by
+``threading``. Keys ``chan_pingpong_<cf0|cf1|queue>_<main|threads>``.
+
 ``write-program``: writes the 10-op program as chanflow.fluid builds it (how ten_ops.pbtxt was
 made; ``exec`` checks that the file and the Fluid program are still the same program).
 
@@ -30,7 +46,9 @@ shapes measured, are interleaved so that a busy machine's load falls on all of t
 
 import argparse
 import platform
+import queue
 import sys
+import threading
 import time
 
 import numpy as np
@@ -119,6 +137,47 @@ def bench_exec(args):
         result(key, values)
 
 
+def ten_op_graph():
+    """The 10-op graph of BM_GoMachineRunTenOps: x, a constant one, nine additions."""
+    g = chanflow.Graph()
+    x = g.input("x", "float32", FEED_SHAPE)
+    one = g.constant(np.ones(FEED_SHAPE, np.float32), name="one")
+    z = x
+    for _ in range(9):
+        z = z + one
+    assert len(g) == 11 and z.op == "add"
+    return g, x, z
+
+
+def bench_graph(args):
+    g, x, z = ten_op_graph()
+    bindings = {x: np.zeros(FEED_SHAPE, dtype=np.float32)}
+    machines = {"py_graph_run10": chanflow.GoMachine(g), "py_tape_run10": chanflow.TapeMachine(g)}
+
+    def loop(machine):
+        def batch(n):
+            run, result = machine.run, machine.result
+            for _ in range(n):
+                run(bindings)
+                result(z)
+        return batch
+
+    for key, machine in machines.items():
+        machine.run(bindings)
+        got = machine.result(z).numpy()
+        if got.tolist() != [EXPECTED] * FEED_SHAPE[0]:
+            sys.exit("python_bench: %s gave %r, expected %r" % (key, got, EXPECTED))
+    batches = {key: loop(machine) for key, machine in machines.items()}
+    for batch in batches.values():  # warm
+        timed(batch, args.min_time / 5)
+    samples = {key: [] for key in batches}
+    for _ in range(args.reps):
+        for key, batch in batches.items():
+            samples[key].append(timed(batch, args.min_time))
+    for key, values in samples.items():
+        result(key, values)
+
+
 def chanflow_tensor(nbytes):
     """A float32 chanflow tensor of nbytes that chanflow's executor allocated (fill_constant)."""
     program = fluid.Program()
@@ -178,9 +237,89 @@ def bench_dlpack(args):
                 print("UNAVAILABLE %s/%d %s" % (key, n, torch_missing), flush=True)
 
 
+PINGPONG_SIDES = {
+    # name -> (make the two channels, send, receive, stop the echo thread)
+    "cf0": (lambda: (chanflow.make_chan(0), chanflow.make_chan(0)),
+            lambda ch, v: ch.send(v), lambda ch: ch.recv()[0], lambda ch: ch.close()),
+    "cf1": (lambda: (chanflow.make_chan(1), chanflow.make_chan(1)),
+            lambda ch, v: ch.send(v), lambda ch: ch.recv()[0], lambda ch: ch.close()),
+    "queue": (lambda: (queue.Queue(), queue.Queue()),
+              lambda q, v: q.put(v), lambda q: q.get(), lambda q: q.put(None)),
+}
+
+
+def pingpong(kind):
+    """(batch(n): n round trips from the calling thread, stop()) for one kind of channel. The
+    batch uses the bound methods directly, as a program would write the loop."""
+    make, _, _, stop = PINGPONG_SIDES[kind]
+    ping, pong = make()
+    if kind == "queue":
+        def echo():
+            get, put = ping.get, pong.put
+            while True:
+                v = get()
+                if v is None:
+                    return
+                put(v)
+
+        def batch(n):
+            put, get = ping.put, pong.get
+            for i in range(n):
+                put(i)
+                if get() != i:
+                    sys.exit("python_bench: queue ping-pong lost a message")
+    else:
+        def echo():
+            send = pong.send
+            for v in ping:
+                send(v)
+
+        def batch(n):
+            send, recv = ping.send, pong.recv
+            for i in range(n):
+                send(i)
+                if recv()[0] != i:
+                    sys.exit("python_bench: channel ping-pong lost a message")
+    thread = threading.Thread(target=echo, daemon=True)
+    thread.start()
+
+    def finish():
+        stop(ping)
+        thread.join()
+    return batch, finish
+
+
+def bench_chan(args):
+    keys = ["chan_pingpong_%s_%s" % (kind, where) for where in ("main", "threads")
+            for kind in PINGPONG_SIDES]
+    samples = {key: [] for key in keys}
+
+    def measure(key, min_time):
+        kind, where = key.split("_")[2:]
+        batch, finish = pingpong(kind)
+        try:
+            if where == "main":
+                return timed(batch, min_time)
+            out = []
+            t = threading.Thread(target=lambda: out.append(timed(batch, min_time)))
+            t.start()
+            t.join()
+            return out[0]
+        finally:
+            finish()
+
+    for key in keys:  # warm
+        measure(key, args.min_time / 10)
+    for r in range(args.reps):
+        for key in (keys if r % 2 == 0 else list(reversed(keys))):
+            samples[key].append(measure(key, args.min_time))
+    for key, values in samples.items():
+        result(key, values)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("mode", choices=("exec", "dlpack", "write-program"))
+    ap.add_argument("mode", choices=("exec", "dlpack", "graph", "chan", "write-program"))
     ap.add_argument("path", nargs="?", help="write-program: the file to write")
     ap.add_argument("--reps", type=int, default=5, help="repetitions (one value each)")
     ap.add_argument("--min-time", type=float, default=0.5,
@@ -205,7 +344,8 @@ def main():
         except ImportError:
             versions += ", no torch"
     print("# python3 %s" % versions, flush=True)
-    (bench_exec if args.mode == "exec" else bench_dlpack)(args)
+    {"exec": bench_exec, "dlpack": bench_dlpack, "graph": bench_graph, "chan": bench_chan}[
+        args.mode](args)
 
 
 if __name__ == "__main__":

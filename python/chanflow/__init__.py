@@ -4,8 +4,15 @@ The native API (``chanflow._native``, one extension module over the C++ library)
 
 - ``Tensor`` and ``tensor(obj, dtype=None)`` / ``from_dlpack(obj)``: zero-copy exchange with
   NumPy, PyTorch and any DLPack producer;
-- ``Program`` (``from_text``, ``from_binary``, ``load``, ``from_blocks``) and ``op_schema``;
-- ``Executor.run(program, feed, fetch, timeout)``, with the GIL released while it runs;
+- ``Program`` (``from_text``, ``from_binary``, ``load``, ``from_blocks``), ``load_program``,
+  ``op_schema`` and ``ProgramBuilder`` (the C++ builder: ``Var``, ``VarType``, block guards);
+- ``Executor.run(program, feed, fetch, channels, timeout)``, with the GIL released while it runs;
+- ``Object`` and one class per object type (``types``, ``object_class``), ``Array`` and ``Map``,
+  ``to_object``, ``to_json`` / ``from_json``;
+- ``Graph``, ``Node``, the graph op functions (``matmul``, ``relu``, ``sum`` ... one per entry of
+  the C++ op list, chanflow/graph/op_list.h), ``grad``, ``GoMachine`` and ``TapeMachine``;
+- ``make_chan`` / ``Channel``, ``recv_case`` / ``send_case`` and ``select``: Go's channels, shared
+  by Python threads, green threads and running programs;
 - ``Function``, ``get_global_func``, ``register_func``, ``list_global_funcs``,
   ``remove_global_func``: the global function registry shared with C++ and the C ABI;
 - the error classes, all under ``chanflow.Error``.
@@ -18,34 +25,87 @@ The native API (``chanflow._native``, one extension module over the C++ library)
 import numpy as _numpy  # noqa: F401
 
 from chanflow._native import (  # noqa: F401
+    Array,
+    BlockGuard,
     BlockRef,
     CanceledError,
+    Channel,
     ChannelClosedError,
     DeadlineExceededError,
     DeadlockError,
     Error,
     Executor,
     Function,
+    JSONError,
     LimitError,
     MachineError,
+    Map,
+    Object,
+    GoMachine,
+    Graph,
+    Node,
+    OpContext,
     Program,
+    ProgramBuilder,
     ProgramError,
+    SelectCase,
+    SelectGuard,
     ShapeError,
     Tensor,
+    TapeMachine,
     TypeError,
+    Var,
+    VarType,
     __version__,
     from_dlpack,
+    from_json,
     get_global_func,
     list_global_funcs,
+    load_program,
+    make_chan,
+    grad,
+    object_class,
     op_schema,
+    recv_case,
     register_func,
     remove_global_func,
+    select,
+    send_case,
     tensor,
+    to_json,
+    to_object,
+    types,
 )
 
 __all__ = [
     "BlockRef", "CanceledError", "ChannelClosedError", "DeadlineExceededError", "DeadlockError",
     "Error", "Executor", "LimitError", "MachineError", "Program", "ProgramError", "ShapeError",
     "Tensor", "TypeError", "from_dlpack", "op_schema", "tensor",
+    # objects
+    "Array", "JSONError", "Map", "Object", "from_json", "object_class", "to_json", "to_object",
+    "types",
+    # programs
+    "BlockGuard", "ProgramBuilder", "SelectGuard", "Var", "VarType", "load_program",
+    # graphs and machines (the op functions are added below)
+    "GoMachine", "Graph", "Node", "OpContext", "TapeMachine", "grad",
+    # channels
+    "Channel", "SelectCase", "make_chan", "recv_case", "select", "send_case",
+    # functions
     "Function", "get_global_func", "list_global_funcs", "register_func", "remove_global_func",
 ]
+
+# The graph op functions, one per entry of the C++ op list: a new op appears here by itself.
+# graph_ops names them in the list's order. Those named like a Python builtin (abs, max, min, pow,
+# sum) are chanflow.sum ... but are left out of __all__, so `from chanflow import *` does not
+# shadow the builtins.
+import builtins as _builtins  # noqa: E402
+
+from chanflow import _native as _native_module  # noqa: E402
+
+graph_ops = tuple(name for name, _kind, _doc in _native_module._graph_ops)
+__all__.append("graph_ops")
+for _name in graph_ops:
+    globals()[_name] = getattr(_native_module, _name)
+    if not hasattr(_builtins, _name):
+        __all__.append(_name)
+del _name, _native_module, _builtins

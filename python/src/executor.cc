@@ -6,10 +6,13 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "chanflow/exec/executor.h"
+#include "chanflow/exec/scope.h"
+#include "chanflow/runtime/channel.h"
 #include "native.h"
 
 namespace chanflow::python {
@@ -75,6 +78,49 @@ std::vector<std::string> convert_fetch(py::handle fetch) {
   return out;
 }
 
+std::map<std::string, Channel> convert_channels(py::handle channels) {
+  std::map<std::string, Channel> out;
+  if (channels.is_none()) return out;
+  if (!PyDict_Check(channels.ptr())) {
+    throw_type_error(
+        "Executor.run: channels must be a dict of variable name -> "
+        "chanflow.Channel, got '" +
+        type_name(channels) + "'");
+  }
+  for (auto item : py::reinterpret_borrow<py::dict>(channels)) {
+    if (!PyUnicode_Check(item.first.ptr())) {
+      throw_type_error("Executor.run: channels keys must be str variable names, got '" +
+                       type_name(item.first) + "' " + py::repr(item.first).cast<std::string>());
+    }
+    const std::string name = item.first.cast<std::string>();
+    if (!py::isinstance<Channel>(item.second)) {
+      throw_type_error("Executor.run: channels['" + name +
+                       "'] must be a chanflow.Channel (made by make_chan), got '" +
+                       type_name(item.second) + "'");
+    }
+    out[name] = item.second.cast<Channel>();
+  }
+  return out;
+}
+
+// The fetched variables of a finished run, in fetch order: the C++ Executor::run's checks, with a
+// channel variable fetchable too (that run returns tensors only). Needs no GIL.
+std::vector<ObjectRef> fetch_refs(const Scope& root, const std::vector<std::string>& fetches) {
+  std::vector<ObjectRef> out;
+  out.reserve(fetches.size());
+  for (const std::string& name : fetches) {
+    std::optional<ObjectRef> v = root.find(name);
+    if (!v) throw Error("fetch '" + name + "': block 0 declares no such variable");
+    if (!v->defined()) throw Error("fetch '" + name + "': the program never wrote the variable");
+    if (!(*v)->is_instance<TensorObj>() && !(*v)->is_instance<ChannelObj>()) {
+      throw TypeError("fetch '" + name + "': the variable holds a " +
+                      std::string((*v)->type_key()) + ", not a tensor or a channel");
+    }
+    out.push_back(std::move(*v));
+  }
+  return out;
+}
+
 Context run_context(py::handle timeout) {
   if (timeout.is_none()) return with_cancel(background());
   if (PyFloat_Check(timeout.ptr()) == 0 && PyLong_Check(timeout.ptr()) == 0) {
@@ -93,7 +139,7 @@ Context run_context(py::handle timeout) {
 }
 
 py::list run(PyExecutor& self, py::handle program, py::handle feed, py::handle fetch,
-             py::handle timeout) {
+             py::handle channels, py::handle timeout) {
   if (!py::isinstance<Program>(program)) {
     throw_type_error("Executor.run: program must be a chanflow.Program, got '" +
                      type_name(program) + "'");
@@ -101,15 +147,18 @@ py::list run(PyExecutor& self, py::handle program, py::handle feed, py::handle f
   const Program& p = program.cast<const Program&>();
   std::map<std::string, Tensor> feeds = convert_feed(feed);
   const std::vector<std::string> fetches = convert_fetch(fetch);
+  const std::map<std::string, Channel> chans = convert_channels(channels);
   const Context ctx = run_context(timeout);
 
   InterruptScope interrupt(ctx);
-  std::map<std::string, Tensor> out;
+  std::vector<ObjectRef> fetched;
   std::exception_ptr error;
   {
     py::gil_scoped_release nogil;
     try {
-      out = self.get().run(ctx, p, feeds, fetches);
+      // The run's other variables (tensors it made, channels and what they still buffer) are
+      // dropped here too, without the GIL.
+      fetched = fetch_refs(self.get().run_scope(ctx, p, feeds, chans), fetches);
     } catch (...) {
       error = std::current_exception();
     }
@@ -119,7 +168,7 @@ py::list run(PyExecutor& self, py::handle program, py::handle feed, py::handle f
   interrupt.finish();  // raises KeyboardInterrupt when Python's handler does
   if (error) std::rethrow_exception(error);
   py::list result;
-  for (const std::string& name : fetches) result.append(wrap_tensor(out.at(name)));
+  for (ObjectRef& v : fetched) result.append(wrap_object(std::move(v)));
   return result;
 }
 
@@ -142,9 +191,13 @@ void bind_executor(py::module_& m) {
            }),
            py::arg("workers") = 0, py::arg("max_threads") = 1'000'000, py::arg("max_memory") = -1)
       .def("run", &run, py::arg("program"), py::arg("feed") = py::none(),
-           py::arg("fetch") = py::none(), py::arg("timeout") = py::none(),
-           "Runs block 0 of `program` and returns the fetched variables as Tensors, in fetch "
-           "order. Blocks (GIL released) until the program and all its green threads ended. "
+           py::arg("fetch") = py::none(), py::arg("channels") = py::none(),
+           py::arg("timeout") = py::none(),
+           "Runs block 0 of `program` and returns the fetched variables, in fetch order: Tensors, "
+           "and Channels for channel variables. `channels` binds block 0 channel variables "
+           "(name -> Channel) to channels the caller holds, so Python threads exchange values "
+           "with the running program. Blocks (GIL released) until the program and all its green "
+           "threads ended. "
            "Ctrl-C on the main thread stops it (KeyboardInterrupt); `timeout` seconds stop it "
            "with DeadlineExceededError.");
 }

@@ -124,7 +124,10 @@ void ensure_watcher(State& s) {
 // GIL held.
 bool should_install(State& s) {
   if (!s.getsignal) {
-    s.getsignal = py::module_::import("signal").attr("getsignal");
+    // The C function, not signal.getsignal: that one converts the handler to an enum member and
+    // raises (and catches) a ValueError for every Python-level handler, microseconds per call
+    // (channel operations on the main thread install a scope per blocking call).
+    s.getsignal = py::module_::import("_signal").attr("getsignal");
     s.main_ident = py::module_::import("threading").attr("main_thread")().attr("ident");
   }
   if (py::int_(PyThread_get_thread_ident()).not_equal(s.main_ident)) return false;

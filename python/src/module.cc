@@ -12,8 +12,10 @@ PYBIND11_MODULE(_native, m) {
   cfp::bind_callbacks(m);
   cfp::bind_tensor(m);
   cfp::bind_program(m);
+  cfp::bind_builder(m);
   cfp::bind_executor(m);
   cfp::bind_graph(m);
   cfp::bind_channels(m);
   cfp::bind_functions(m);
+  cfp::bind_object_classes(m);  // last: the types registered by now get their classes
 }

@@ -4,10 +4,12 @@
 // the op registry and the schedulers exist once per process. Each file binds one concept:
 //   errors.cc    — the Python exception classes and the C++ -> Python translation;
 //   tensor.cc    — Tensor, tensor(), from_dlpack(): NumPy and DLPack without copies;
-//   program.cc   — Program, BlockRef, op_schema(): building programs from Python data;
+//   program.cc   — Program, BlockRef, op_schema(), load_program(): programs from files or data;
+//   builder.cc   — ProgramBuilder (the C++ builder's methods), Var, VarType, block guards;
 //   executor.cc  — Executor.run: feeds, fetches, channels, timeout, the GIL released;
 //   interrupt.cc — Ctrl-C during a run on the main thread;
-//   objects.cc   — chanflow.Object and one Python class per object type; to_json/from_json;
+//   objects.cc   — chanflow.Object and one Python class per object type, Array and Map,
+//                  to_object/object_class, to_json/from_json;
 //   callback.cc  — where Python callables run when chanflow calls them (never on a green thread);
 //   graph.cc     — Graph, Node, the graph ops, grad, GoMachine, TapeMachine;
 //   channels.cc  — make_chan, Channel, select;
@@ -23,6 +25,7 @@
 
 #include "chanflow/core/error.h"
 #include "chanflow/core/object.h"
+#include "chanflow/ir/op_desc.h"
 #include "chanflow/runtime/context.h"
 #include "chanflow/tensor/tensor.h"
 
@@ -116,22 +119,53 @@ class InterruptScope {
 void bind_objects(py::module_& m);
 
 // `ref` as a Python value of the class chosen by its type index; a type registered after import
-// surfaces as its nearest ancestor with a class. None for a null handle. Needs the GIL.
+// surfaces as its nearest ancestor with a class. None for a null handle; Python's int, float,
+// bool and str for Int, Float, Bool and String. Needs the GIL.
 py::object wrap_object(ObjectRef ref);
 
 // How objects of one type (and its descendants without a wrapper of their own) become Python
-// values: the binding of a handle class registers `py::cast` of its handle, e.g. for Channel
+// values: the binding of a handle class registers `py::cast` of its handle, and its Python class,
+// e.g. for Channel
+//   py::class_<Channel, ObjectRef> cls(m, "Channel", ...);
 //   register_wrapper(ChannelObj::runtime_type_index(),
-//                    [](ObjectRef r) { return py::cast(downcast<Channel>(std::move(r))); });
-// Call while binding (at import, with the GIL). A later registration for the same index wins.
+//                    [](ObjectRef r) { return py::cast(downcast<Channel>(std::move(r))); }, cls);
+// `cls` is what chanflow.object_class(key) and chanflow.types show for the type (and the base of
+// the classes of its subtypes); when omitted, it is learned from the first object wrapped. Call
+// while binding (at import, with the GIL), before bind_object_classes. A later registration for
+// the same index wins.
 using Wrapper = py::object (*)(ObjectRef ref);
-void register_wrapper(uint32_t type_index, Wrapper wrap);
+void register_wrapper(uint32_t type_index, Wrapper wrap, py::handle cls = py::handle());
 
-// A Python value as an object: chanflow objects as they are; None -> null; bool, int, float, str
-// -> Bool, Int, Float, String; list/tuple -> Array; dict -> Map; NumPy arrays and DLPack
-// producers -> Tensor (as tensor(obj) converts them). Anything else throws chanflow.TypeError
-// naming `what` and the Python type. Needs the GIL.
+// Called last at import: gives every type registered by then that has no bound class its
+// generated class (a subclass of its parent's), and publishes chanflow.types.
+void bind_object_classes(py::module_& m);
+
+// A Python value as an object: chanflow objects as they are; None -> null; bool (checked before
+// int), int, float, str -> Bool, Int, Float, String (a str's lone surrogates from
+// surrogateescape back to their bytes); NumPy bool_/integer/floating scalars -> Bool/Int/Float;
+// list/tuple -> Array and dict -> Map, recursively (keys too); NumPy arrays and DLPack producers
+// -> Tensor (as tensor(obj) converts them). Errors name `what` and the place inside it
+// ("what[1]['k']"): chanflow.TypeError for a value with no conversion or an int beyond int64,
+// ValueError for a container that contains itself or a str that is not text, RecursionError
+// past Python's recursion limit. Needs the GIL.
 ObjectRef to_object(py::handle value, const std::string& what);
+
+// ---- program.cc (shared with builder.cc) ----
+
+// An op's inputs or outputs from Python: a dict (ordered) or a list of (parameter, [names])
+// pairs. Throws chanflow.TypeError naming `where` and the offending item.
+OpDesc::Args op_args_from_python(py::handle v, const std::string& where);
+
+// An op's attributes from Python, a dict or a list of (name, value) pairs, typed by the op type's
+// registered schema as Program.from_blocks types them. Throws chanflow.TypeError naming `where`
+// and the attribute.
+OpDesc::Attrs op_attrs_from_python(const std::string& op_type, py::handle v,
+                                   const std::string& where);
+
+// ---- builder.cc ----
+
+// ProgramBuilder, Var, VarType and the block guards.
+void bind_builder(py::module_& m);
 
 // ---- callback.cc ----
 

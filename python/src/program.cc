@@ -305,6 +305,38 @@ VarDesc make_var(py::handle v, const std::string& where) {
   return VarDesc::make(name, type, data_type, dims, lod_level, capacity, persistable);
 }
 
+// Attributes as (name, value) pairs (a dict or a list), typed by `type`'s schema. `where` names
+// the attribute list, `op_where` the op (messages name "<op_where>, attribute '<name>'").
+OpDesc::Attrs typed_attrs(const std::string& type, py::handle v, const std::string& where,
+                          const std::string& op_where) {
+  OpDesc::Attrs attrs;
+  const OpSchema* schema = OpSchemaRegistry::global().find(type);
+  py::list pairs = PyDict_Check(v.ptr()) != 0
+                       ? py::list(py::reinterpret_borrow<py::dict>(v).attr("items")())
+                       : as_list(v, where);
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    py::handle pair = pairs[i];
+    if (!is_list(pair) || py::len(pair) != 2) {
+      throw_type_error(where + "[" + std::to_string(i) + "]: expected a (name, value) pair, got " +
+                       short_repr(pair));
+    }
+    py::sequence seq = py::reinterpret_borrow<py::sequence>(pair);
+    const std::string name = as_string(seq[0], where + "[" + std::to_string(i) + "] name");
+    const std::string aw = op_where + ", attribute '" + name + "'";
+    py::object value = seq[1];
+    const AttrSpec* spec = schema != nullptr ? schema->attr(name) : nullptr;
+    AttrType t;
+    if (spec != nullptr) {
+      t = spec->type;
+    } else {
+      t = infer_attr_type(value, aw);
+      if (const AttrSpec* fw = framework_attr(name, t)) t = fw->type;
+    }
+    attrs.emplace_back(name, make_attr(t, value, aw));
+  }
+  return attrs;
+}
+
 OpDesc make_op(py::handle v, int64_t block, size_t index) {
   const std::string where = "block " + std::to_string(block) + ", op " + std::to_string(index);
   py::dict d = as_dict(v, where);
@@ -317,32 +349,7 @@ OpDesc make_op(py::handle v, int64_t block, size_t index) {
   if (auto f = get(d, "inputs")) inputs = make_args(*f, w + " inputs");
   if (auto f = get(d, "outputs")) outputs = make_args(*f, w + " outputs");
   OpDesc::Attrs attrs;
-  if (auto f = get(d, "attrs")) {
-    const OpSchema* schema = OpSchemaRegistry::global().find(type);
-    py::list pairs = PyDict_Check(f->ptr()) != 0
-                         ? py::list(py::reinterpret_borrow<py::dict>(*f).attr("items")())
-                         : as_list(*f, w + " attrs");
-    for (size_t i = 0; i < pairs.size(); ++i) {
-      py::handle pair = pairs[i];
-      if (!is_list(pair) || py::len(pair) != 2) {
-        throw_type_error(w + " attrs[" + std::to_string(i) +
-                         "]: expected a (name, value) pair, got " + short_repr(pair));
-      }
-      py::sequence seq = py::reinterpret_borrow<py::sequence>(pair);
-      const std::string name = as_string(seq[0], w + " attrs[" + std::to_string(i) + "] name");
-      const std::string aw = w + ", attribute '" + name + "'";
-      py::object value = seq[1];
-      const AttrSpec* spec = schema != nullptr ? schema->attr(name) : nullptr;
-      AttrType t;
-      if (spec != nullptr) {
-        t = spec->type;
-      } else {
-        t = infer_attr_type(value, aw);
-        if (const AttrSpec* fw = framework_attr(name, t)) t = fw->type;
-      }
-      attrs.emplace_back(name, make_attr(t, value, aw));
-    }
-  }
+  if (auto f = get(d, "attrs")) attrs = typed_attrs(type, *f, w + " attrs", w);
   return OpDesc::make(type, inputs, outputs, attrs);
 }
 
@@ -434,6 +441,15 @@ std::string fspath(py::handle path) {
 
 }  // namespace
 
+OpDesc::Args op_args_from_python(py::handle v, const std::string& where) {
+  return make_args(v, where);
+}
+
+OpDesc::Attrs op_attrs_from_python(const std::string& op_type, py::handle v,
+                                   const std::string& where) {
+  return typed_attrs(op_type, v, where, where);
+}
+
 void bind_program(py::module_& m) {
   py::module_ np = py::module_::import("numpy");
   numpy_scalars().bool_type = np.attr("bool_");
@@ -457,9 +473,15 @@ void bind_program(py::module_& m) {
       .def("__hash__", [](const BlockRef& a) { return py::hash(py::int_(a.idx)); })
       .def("__repr__", [](const BlockRef& a) { return "BlockRef(" + std::to_string(a.idx) + ")"; });
 
-  py::class_<Program>(m, "Program",
-                      "A program (Fluid's ProgramDesc). Built by from_blocks or loaded; verified "
-                      "when an Executor runs it (or by verify()).")
+  py::class_<Program, ObjectRef> program(
+      m, "Program",
+      "A program (Fluid's ProgramDesc), the chanflow object of type 'ir.Program'. Built by "
+      "from_blocks or ProgramBuilder, or loaded; verified when an Executor runs it (or by "
+      "verify()). == compares by structure (unhashable).");
+  register_wrapper(
+      ProgramObj::runtime_type_index(),
+      [](ObjectRef r) { return py::cast(downcast<Program>(std::move(r))); }, program);
+  program
       .def_static(
           "from_text",
           [](const std::string& text, const std::string& source) {
@@ -494,6 +516,10 @@ void bind_program(py::module_& m) {
       });
   // __eq__ without __hash__: unhashable (a program is compared by structure).
   m.attr("Program").attr("__hash__") = py::none();
+  m.def(
+      "load_program", [](py::handle path) { return Program::from_file(fspath(path)); },
+      py::arg("path"),
+      "Loads a program file: .pbtxt/.txt/.prototxt as text, .pb/.bin as binary (Program.load).");
 
   m.def("op_schema", &op_schema, py::arg("type"),
         "The registered schema of an op type as {'inputs': [...], 'outputs': [...], 'attrs': "

@@ -132,6 +132,7 @@ struct GoMachineImpl {
   std::shared_ptr<GraphImpl> graph;
   int64_t size = 0;
   uint32_t window = 1;
+  Scheduler* scheduler = nullptr;  // GoMachineOptions::scheduler (nullptr: cf::go's choice)
   std::vector<bool> used;
   std::unique_ptr<NodeState[]> nodes;  // size entries
   // Arenas behind NodeState's spans and pointers, sized once at construction.
@@ -227,7 +228,7 @@ void GoMachineImpl::spawn_runner(std::vector<Ready> work, bool ticket) {
     }
   } placement(ticket);
   try {
-    go("gomachine", [this, ticket, work = std::move(work)]() mutable {
+    auto runner = [this, ticket, work = std::move(work)]() mutable {
       struct Exit {
         WaitGroup& wg;
         ~Exit() { wg.done(); }
@@ -235,7 +236,9 @@ void GoMachineImpl::spawn_runner(std::vector<Ready> work, bool ticket) {
       if (ticket) tickets.fetch_sub(1, std::memory_order_relaxed);
       Runner self{this, std::move(work)};
       run_ready(self);
-    });
+    };
+    Scheduler& s = scheduler != nullptr ? *scheduler : detail::scheduler_for_go();
+    s.go("gomachine", std::move(runner));
   } catch (...) {
     if (ticket) tickets.fetch_sub(1, std::memory_order_relaxed);
     runners.done();
@@ -506,6 +509,7 @@ GoMachine::GoMachine(const Graph& g, GoMachineOptions options)
   m.graph = g.impl();
   m.size = g.size();
   m.window = static_cast<uint32_t>(options.window);
+  m.scheduler = options.scheduler;
   m.used = detail::used_nodes(m.graph.get(), m.size);
   m.input_index.assign(static_cast<std::size_t>(m.size), detail::GoMachineImpl::kNoInput);
   for (int64_t i = 0; i < m.size; ++i) {

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -235,6 +236,11 @@ ScopedExternalWaiter::ScopedExternalWaiter() {
 ScopedExternalWaiter::~ScopedExternalWaiter() {
   std::lock_guard<std::mutex> lock(detail::g_mu);
   --detail::g_external_waiters;
+}
+
+void count_preexisting_threads_as_plain(long n) noexcept {
+  std::lock_guard<std::mutex> lock(detail::g_mu);
+  detail::g_baseline_others = std::max(0L, detail::g_baseline_others - std::max(0L, n));
 }
 
 }  // namespace chanflow

@@ -249,6 +249,39 @@ TEST_P(GoMachineTest, WideFanInMatchesTape) {
   }
 }
 
+// GoMachineOptions::scheduler: the nodes run on that scheduler's workers, not on the default one
+// (the fixture's) nor on the caller's, whether run is called from an OS thread or from a green
+// thread of another scheduler.
+TEST_P(GoMachineTest, OptionsSchedulerRunsTheNodes) {
+  cf::Scheduler own(cf::SchedulerOptions{.workers = 3});
+  cf::Graph g;
+  cf::Node x = g.scalar(1.0, "x");
+  std::vector<cf::Node> branches;
+  std::vector<const cf::Scheduler*> seen(4, nullptr);
+  for (std::size_t i = 0; i < seen.size(); ++i) {
+    branches.push_back(g.apply("where" + std::to_string(i), {x}, {}, DType::kFloat64,
+                               [&seen, i](std::span<const Tensor> a, const cf::OpContext&) {
+                                 seen[i] = &cf::detail::scheduler_for_go();
+                                 return a[0];
+                               }));
+  }
+  cf::GoMachine m(g, {.scheduler = &own});
+  auto check = [&] {
+    for (const cf::Scheduler* s : seen) EXPECT_EQ(s, &own);
+    std::fill(seen.begin(), seen.end(), nullptr);
+  };
+  m.run();
+  check();
+  cf::Chan<int> done = cf::make_chan<int>(1);
+  cf::go([&] {
+    m.run();
+    done.send(1);
+  });
+  (void)done.recv();
+  check();
+  m.close();
+}
+
 INSTANTIATE_TEST_SUITE_P(Workers, GoMachineTest, ::testing::Values(1, 2, 4));
 
 }  // namespace

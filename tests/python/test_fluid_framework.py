@@ -2,6 +2,7 @@
 the text/binary forms, conversion to a native program once per version, and the cost of
 Executor.run over chanflow's own."""
 
+import os
 import time
 
 import numpy as np
@@ -211,9 +212,10 @@ def test_the_startup_program_runs_and_leaves_nothing_behind():
     assert exe.run(fluid.default_startup_program()) == []
 
 
-def _min_times_per_call(fns, calls=300, rounds=15):
+def _min_times_per_call(fns, calls=50, rounds=90):
     """The fastest batch of each function, batches interleaved so that each sees the same load
-    (the machine is shared: a slow batch is other work, not the code measured)."""
+    (the machine is shared: a slow batch is other work, not the code measured). Batches are short
+    (under a millisecond here) so that on a busy host many of them still run unpreempted."""
     best = [float("inf")] * len(fns)
     for _ in range(rounds):
         for k, fn in enumerate(fns):
@@ -224,6 +226,10 @@ def _min_times_per_call(fns, calls=300, rounds=15):
     return best
 
 
+@pytest.mark.skipif(
+    bool(os.environ.get("CHANFLOW_ASAN")),
+    reason="a cost bound: measured in the release build (ASan's overhead is not the design's)",
+)
 def test_executor_run_costs_at_most_a_fifth_more_than_chanflows_plus_10us(program):
     # A 10-op program run from fluid.Executor and from chanflow's own Executor.run (the C++ run
     # plus the binding's conversion of the fetch list and results): Fluid's layer converts the

@@ -37,6 +37,7 @@
 #include "chanflow/core/export.h"
 #include "chanflow/graph/graph.h"
 #include "chanflow/runtime/context.h"
+#include "chanflow/runtime/scheduler.h"
 
 namespace chanflow {
 
@@ -47,6 +48,10 @@ struct GoMachineImpl;
 struct GoMachineOptions {
   // stream(): how many input bindings may be in flight in the graph at once (>= 1).
   int window = 4;
+  // The scheduler whose workers run the nodes (not owned; must outlive the machine). nullptr: the
+  // scheduler cf::go uses from the thread that calls run/stream (the caller's own scheduler on a
+  // green thread, else the scoped default, else the process-wide default).
+  Scheduler* scheduler = nullptr;
 };
 
 class CHANFLOW_API GoMachine {

@@ -19,24 +19,31 @@
 
 #include "chanflow/core/export.h"
 #include "chanflow/graph/graph.h"
+#include "chanflow/graph/op_list.h"
 
 namespace chanflow {
 
+// The op functions are declared from the lists in op_list.h, where each op is named once with its
+// contract; an entry's kind token selects its signature below.
+#define CHANFLOW_GRAPH_DECLARE_binary(name) CHANFLOW_API Node name(const Node& a, const Node& b);
+#define CHANFLOW_GRAPH_DECLARE_unary(name) CHANFLOW_API Node name(const Node& a);
+#define CHANFLOW_GRAPH_DECLARE_reduce(name) \
+  CHANFLOW_API Node name(const Node& a, const Axes& axes = {}, bool keepdims = false);
+#define CHANFLOW_GRAPH_DECLARE_argreduce(name)                                      \
+  CHANFLOW_API Node name(const Node& a, std::optional<int64_t> axis = std::nullopt, \
+                         bool keepdims = false);
+#define CHANFLOW_GRAPH_DECLARE_axis(name) CHANFLOW_API Node name(const Node& a, int64_t axis = -1);
+#define CHANFLOW_GRAPH_DECLARE_shape(name) \
+  CHANFLOW_API Node name(const Node& a, const Shape& shape);
+#define CHANFLOW_GRAPH_DECLARE_perm(name) \
+  CHANFLOW_API Node name(const Node& a, const std::vector<int64_t>& perm = {});
+#define CHANFLOW_GRAPH_DECLARE_dtype(name) CHANFLOW_API Node name(const Node& a, DType dtype);
+#define CHANFLOW_GRAPH_DECLARE_OP(kind, name, doc) CHANFLOW_GRAPH_DECLARE_##kind(name)
+
 // ---- binary elementwise (NumPy broadcasting; dtype as the tensor kernel) ----
-CHANFLOW_API Node add(const Node& a, const Node& b);
-CHANFLOW_API Node sub(const Node& a, const Node& b);
-CHANFLOW_API Node mul(const Node& a, const Node& b);
-CHANFLOW_API Node div(const Node& a, const Node& b);
-CHANFLOW_API Node pow(const Node& a, const Node& b);
-CHANFLOW_API Node maximum(const Node& a, const Node& b);
-CHANFLOW_API Node minimum(const Node& a, const Node& b);
+CHANFLOW_GRAPH_ARITHMETIC_OPS(CHANFLOW_GRAPH_DECLARE_OP)
 // Comparisons give bool nodes; they have no gradient (gradients do not flow through them).
-CHANFLOW_API Node equal(const Node& a, const Node& b);
-CHANFLOW_API Node not_equal(const Node& a, const Node& b);
-CHANFLOW_API Node less(const Node& a, const Node& b);
-CHANFLOW_API Node less_equal(const Node& a, const Node& b);
-CHANFLOW_API Node greater(const Node& a, const Node& b);
-CHANFLOW_API Node greater_equal(const Node& a, const Node& b);
+CHANFLOW_GRAPH_COMPARISON_OPS(CHANFLOW_GRAPH_DECLARE_OP)
 
 // Operators; a double operand becomes a 0-d constant of the node's dtype.
 CHANFLOW_API Node operator+(const Node& a, const Node& b);
@@ -54,40 +61,25 @@ CHANFLOW_API Node operator*(double a, const Node& b);
 CHANFLOW_API Node operator/(double a, const Node& b);
 
 // ---- unary ----
-CHANFLOW_API Node neg(const Node& a);
-CHANFLOW_API Node abs(const Node& a);
-CHANFLOW_API Node relu(const Node& a);
-CHANFLOW_API Node exp(const Node& a);
-CHANFLOW_API Node log(const Node& a);
-CHANFLOW_API Node sqrt(const Node& a);
-CHANFLOW_API Node tanh(const Node& a);
-CHANFLOW_API Node sigmoid(const Node& a);
-// a * a (a mul node).
-CHANFLOW_API Node square(const Node& a);
+CHANFLOW_GRAPH_UNARY_OPS(CHANFLOW_GRAPH_DECLARE_OP)
 
 // ---- reductions (axes empty: all; negative axes count from the end) ----
-CHANFLOW_API Node sum(const Node& a, const Axes& axes = {}, bool keepdims = false);
-CHANFLOW_API Node mean(const Node& a, const Axes& axes = {}, bool keepdims = false);
-CHANFLOW_API Node max(const Node& a, const Axes& axes = {}, bool keepdims = false);
-CHANFLOW_API Node min(const Node& a, const Axes& axes = {}, bool keepdims = false);
-// int64 indices; no gradient.
-CHANFLOW_API Node argmax(const Node& a, std::optional<int64_t> axis = std::nullopt,
-                         bool keepdims = false);
-CHANFLOW_API Node softmax(const Node& a, int64_t axis = -1);
-CHANFLOW_API Node log_softmax(const Node& a, int64_t axis = -1);
+// Then argmax (int64 indices, no gradient; over the flattened node when axis is nullopt), and
+// the softmax family along one axis.
+CHANFLOW_GRAPH_REDUCTION_OPS(CHANFLOW_GRAPH_DECLARE_OP)
 
 // ---- linear algebra and layout ----
-// NumPy matmul: 1-d operands promoted, leading axes broadcast as a batch.
-CHANFLOW_API Node matmul(const Node& a, const Node& b);
-// matmul of two stacks of matrices (both at least 3-d), Gorgonia's BatchedMatMul.
-CHANFLOW_API Node batched_matmul(const Node& a, const Node& b);
-CHANFLOW_API Node reshape(const Node& a, const Shape& shape);  // one extent may be -1
-// Reverses the axes (perm empty) or permutes them.
-CHANFLOW_API Node transpose(const Node& a, const std::vector<int64_t>& perm = {});
-CHANFLOW_API Node cast(const Node& a, DType dtype);
-// a broadcast to `shape` (NumPy rules). Used by gradients; usable directly.
-CHANFLOW_API Node broadcast_to(const Node& a, const Shape& shape);
-// a summed down to `shape`, which must broadcast to a's shape (the adjoint of broadcast_to).
-CHANFLOW_API Node sum_to(const Node& a, const Shape& shape);
+CHANFLOW_GRAPH_LINALG_OPS(CHANFLOW_GRAPH_DECLARE_OP)
+CHANFLOW_GRAPH_LAYOUT_OPS(CHANFLOW_GRAPH_DECLARE_OP)
+
+#undef CHANFLOW_GRAPH_DECLARE_OP
+#undef CHANFLOW_GRAPH_DECLARE_binary
+#undef CHANFLOW_GRAPH_DECLARE_unary
+#undef CHANFLOW_GRAPH_DECLARE_reduce
+#undef CHANFLOW_GRAPH_DECLARE_argreduce
+#undef CHANFLOW_GRAPH_DECLARE_axis
+#undef CHANFLOW_GRAPH_DECLARE_shape
+#undef CHANFLOW_GRAPH_DECLARE_perm
+#undef CHANFLOW_GRAPH_DECLARE_dtype
 
 }  // namespace chanflow

@@ -30,4 +30,12 @@ class CHANFLOW_API ScopedExternalWaiter {
   ScopedExternalWaiter& operator=(const ScopedExternalWaiter&) = delete;
 };
 
+// Deadlock detection takes the threads that existed when chanflow was loaded (the main thread
+// aside) for helpers that never wake a waiter: sanitizer and BLAS threads. A binding loaded into a
+// program that already runs threads of its own — the Python module, imported after the script
+// started threads — declares that `n` of them are such threads, which may send and receive: from
+// then on they count as plain threads (while one exists, detection waits for it). Thread-safe.
+// Never blocks.
+CHANFLOW_API void count_preexisting_threads_as_plain(long n) noexcept;
+
 }  // namespace chanflow

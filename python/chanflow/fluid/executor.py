@@ -100,7 +100,8 @@ class Executor(object):
     ):
         """Runs ``program`` (the default main program when None) and returns the values of
         ``fetch_list`` (block 0 variables, as ``Variable`` objects or names), in order: NumPy
-        arrays, or chanflow Tensors when ``return_numpy`` is False.
+        arrays, or chanflow Tensors (and Channels for channel variables) when ``return_numpy``
+        is False.
 
         ``feed`` maps block 0 variable names (or Variables) to values: anything array-like. A
         Python number or (nested) list takes the variable's declared dtype; an array or tensor
@@ -155,6 +156,13 @@ class Executor(object):
 
         outs = _native_executor().run(native_program, feed=feed_dict, fetch=fetch, timeout=timeout)
         if return_numpy:
+            for i, t in enumerate(outs):
+                if isinstance(t, _native.Channel):
+                    raise _native.TypeError(
+                        "Executor.run: fetch_list[%d] ('%s') is a channel, which has no NumPy "
+                        "value; run with return_numpy=False to get it as a chanflow.Channel"
+                        % (i, fetch[i])
+                    )
             return [t.numpy().copy() for t in outs]
         return list(outs)
 
