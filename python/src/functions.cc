@@ -106,21 +106,22 @@ void register_checked(const std::string& name, const Function& f, bool override)
 void bind_functions(py::module_& m) {
   register_runtime_functions();  // idempotent: normally done while the module loaded
 
-  py::class_<Function, ObjectRef>(
+  py::class_<Function, ObjectRef> cls(
       m, "Function",
       "A function object of chanflow's global registry: C++ built-ins, C callbacks and Python "
       "callables alike. Call it with positional arguments, which are converted to chanflow "
       "objects (Python callables become Functions); the result is converted back. The GIL is "
-      "released during the call.")
-      .def(py::init([](py::handle fn) { return function_arg(fn, "Function(fn): fn"); }),
-           py::arg("fn"),
-           "Wraps a Python callable as a chanflow Function (not registered). When chanflow calls "
-           "it from a green thread it runs on the Python-callback thread.")
-      .def("__call__", &call_function,
-           "Calls the function. Arguments: None, bool, int, float, str, list, tuple, dict, "
-           "arrays, chanflow objects and callables.");
-  register_wrapper(TypeIndex::kFunction,
-                   [](ObjectRef r) { return py::cast(downcast<Function>(std::move(r))); });
+      "released during the call.");
+  cls.def(py::init([](py::handle fn) { return function_arg(fn, "Function(fn): fn"); }),
+          py::arg("fn"),
+          "Wraps a Python callable as a chanflow Function (not registered). When chanflow calls "
+          "it from a green thread it runs on the Python-callback thread.");
+  cls.def("__call__", &call_function,
+          "Calls the function. Arguments: None, bool, int, float, str, list, tuple, dict, "
+          "arrays, chanflow objects and callables.");
+  register_wrapper(
+      TypeIndex::kFunction, [](ObjectRef r) { return py::cast(downcast<Function>(std::move(r))); },
+      cls);
 
   m.def(
       "get_global_func",

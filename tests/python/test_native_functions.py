@@ -59,8 +59,9 @@ def test_builtins_are_listed_sorted_and_are_functions():
                  "runtime.map_in_green_threads"):
         assert name in listed
         f = cf.get_global_func(name)
-        assert isinstance(f, cf.Function) and isinstance(f, cf._native.Object)
+        assert isinstance(f, cf.Function) and isinstance(f, cf.Object)
         assert f.type_key == "Function"
+    assert cf.object_class("Function") is cf.Function
 
 
 def test_python_calls_cpp_builtins():
