@@ -1,5 +1,7 @@
 // core_bench — chanflow's object layer under Google Benchmark: make_object, is_instance (range
-// fast path and overflow path), ObjectPool, Array<Int>, Map<Int, Int>. The std:: peers of these
+// fast path and overflow path), ObjectPool, Array<Int>, Map<Int, Int>, and one function call
+// through each layer of the FFI (a direct C++ call, std::function, Function, the registry, the C
+// ABI by handle and by name), all with the same body. The std:: peers of these
 // shapes (make_shared, dynamic_cast, new/delete, std::vector, std::unordered_map) are in
 // bench/peers/cpp/std_baselines.cc with the same loop bodies; scripts/bench.py runs both and
 // prints the ratios against the targets (docs/benchmarks.md, "Targets").
@@ -9,11 +11,15 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <random>
+#include <span>
 #include <vector>
 
+#include "chanflow/c_api.h"
 #include "chanflow/core/array.h"
 #include "chanflow/core/boxed.h"
+#include "chanflow/core/function.h"
 #include "chanflow/core/map.h"
 #include "chanflow/core/object.h"
 #include "chanflow/core/object_pool.h"
@@ -263,6 +269,116 @@ void BM_MapLookupBoxedKey(benchmark::State& state) {
   state.counters["ops_per_iter"] = static_cast<double>(kElems);
 }
 BENCHMARK(BM_MapLookupBoxedKey);
+
+// --- function calls (the FFI) ------------------------------------------------------------------
+// One body everywhere: return the argument (an Int), so each call takes and drops one reference
+// to the result, as any call returning an object does. Each loop checks the result.
+
+[[gnu::noinline]] cf::ObjectRef identity(std::span<const cf::ObjectRef> args) { return args[0]; }
+
+constexpr const char* kBenchFunc = "bench.identity";
+
+void check_int(benchmark::State& state, const cf::ObjectRef& r, int64_t want) {
+  const auto* i = r.as<cf::IntObj>();
+  if (i == nullptr || i->value != want) state.SkipWithError("function call: wrong result");
+}
+
+// A direct call of the body (not inlined): the floor.
+void BM_DirectCall(benchmark::State& state) {
+  const std::array<cf::ObjectRef, 1> args{cf::Int(7)};
+  for (auto _ : state) {
+    cf::ObjectRef r = identity(args);
+    benchmark::DoNotOptimize(r.get());
+  }
+  check_int(state, identity(args), 7);
+}
+BENCHMARK(BM_DirectCall);
+
+// The body behind a std::function (what FunctionObj holds).
+void BM_StdFunctionCall(benchmark::State& state) {
+  const std::function<cf::ObjectRef(std::span<const cf::ObjectRef>)> f(identity);
+  const std::array<cf::ObjectRef, 1> args{cf::Int(7)};
+  benchmark::DoNotOptimize(&f);
+  for (auto _ : state) {
+    cf::ObjectRef r = f(args);
+    benchmark::DoNotOptimize(r.get());
+  }
+  check_int(state, f(args), 7);
+}
+BENCHMARK(BM_StdFunctionCall);
+
+// A Function handle called from C++.
+void BM_FunctionCall(benchmark::State& state) {
+  const cf::Function f(identity);
+  const std::array<cf::ObjectRef, 1> args{cf::Int(7)};
+  for (auto _ : state) {
+    cf::ObjectRef r = f(args);
+    benchmark::DoNotOptimize(r.get());
+  }
+  check_int(state, f(args), 7);
+}
+BENCHMARK(BM_FunctionCall);
+
+// Look the function up by name in the registry, then call it: what a call by name costs in C++.
+void BM_RegistryLookupCall(benchmark::State& state) {
+  cf::register_func(kBenchFunc, cf::Function(identity), true);
+  const std::array<cf::ObjectRef, 1> args{cf::Int(7)};
+  for (auto _ : state) {
+    cf::ObjectRef r = (*cf::get_global_func(kBenchFunc))(args);
+    benchmark::DoNotOptimize(r.get());
+  }
+  check_int(state, cf::require_global_func(kBenchFunc)(args), 7);
+  cf::remove_global_func(kBenchFunc);
+}
+BENCHMARK(BM_RegistryLookupCall);
+
+// chanflow_func_call through the C ABI on a handle got once, releasing each result handle.
+void BM_CApiCallHandle(benchmark::State& state) {
+  cf::register_func(kBenchFunc, cf::Function(identity), true);
+  chanflow_object_t f = nullptr, arg = nullptr, out = nullptr;
+  if (chanflow_func_get(kBenchFunc, &f) != 0 || chanflow_int_new(7, &arg) != 0) {
+    state.SkipWithError(chanflow_last_error());
+    return;
+  }
+  for (auto _ : state) {
+    if (chanflow_func_call(f, &arg, 1, &out) != 0) state.SkipWithError(chanflow_last_error());
+    chanflow_object_release(out);
+  }
+  int64_t v = 0;
+  if (chanflow_func_call(f, &arg, 1, &out) != 0 || chanflow_int_value(out, &v) != 0 || v != 7) {
+    state.SkipWithError("C ABI call: wrong result");
+  }
+  chanflow_object_release(out);
+  chanflow_object_release(arg);
+  chanflow_object_release(f);
+  cf::remove_global_func(kBenchFunc);
+}
+BENCHMARK(BM_CApiCallHandle);
+
+// chanflow_func_call_by_name: the registry lookup on every call.
+void BM_CApiCallByName(benchmark::State& state) {
+  cf::register_func(kBenchFunc, cf::Function(identity), true);
+  chanflow_object_t arg = nullptr, out = nullptr;
+  if (chanflow_int_new(7, &arg) != 0) {
+    state.SkipWithError(chanflow_last_error());
+    return;
+  }
+  for (auto _ : state) {
+    if (chanflow_func_call_by_name(kBenchFunc, &arg, 1, &out) != 0) {
+      state.SkipWithError(chanflow_last_error());
+    }
+    chanflow_object_release(out);
+  }
+  int64_t v = 0;
+  if (chanflow_func_call_by_name(kBenchFunc, &arg, 1, &out) != 0 ||
+      chanflow_int_value(out, &v) != 0 || v != 7) {
+    state.SkipWithError("C ABI call by name: wrong result");
+  }
+  chanflow_object_release(out);
+  chanflow_object_release(arg);
+  cf::remove_global_func(kBenchFunc);
+}
+BENCHMARK(BM_CApiCallByName);
 
 }  // namespace
 

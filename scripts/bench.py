@@ -482,6 +482,16 @@ def rows():
         ("std", "BM_UnorderedMapLookup"), "std::unordered_map", "ns")
     add("objects", "Map<Int,Int> lookup by boxed Int key", ("cf_core", "BM_MapLookupBoxedKey"),
         ("std", "BM_UnorderedMapLookup"), "std::unordered_map", "ns")
+    # The FFI: one call of a function whose body returns its Int argument, through each layer,
+    # against a direct (not inlined) C++ call of the same body, in the same binary. Recorded
+    # without targets (docs/core.md, "Functions and the C ABI", says what each layer adds).
+    for shape, key in (("std::function", "BM_StdFunctionCall"),
+                       ("Function handle (C++)", "BM_FunctionCall"),
+                       ("registry lookup by name + call (C++)", "BM_RegistryLookupCall"),
+                       ("C ABI chanflow_func_call, by handle", "BM_CApiCallHandle"),
+                       ("C ABI chanflow_func_call_by_name", "BM_CApiCallByName")):
+        add("objects", f"function call: {shape}", ("cf_core", key), ("cf_core", "BM_DirectCall"),
+            "direct C++ call, same body", "ns")
     # Tensor: chanflow's side is bench/tensor_bench.cc (built as bench/tensor/chanflow_tensor_bench).
     # Its bytes_per_second counts memory traffic (add: 2 reads + 1 write; memcpy: 1 read + 1 write),
     # so the memcpy it runs in the same process is the bandwidth peer.

@@ -1,10 +1,12 @@
-// core.h — the object layer: Object, ObjectPtr, ObjectRef, the type registry and the containers.
+// core.h — the object layer: Object, ObjectPtr, ObjectRef, the type registry, the containers and
+// the global function registry.
 #pragma once
 
 #include "chanflow/core/array.h"
 #include "chanflow/core/boxed.h"
 #include "chanflow/core/check.h"
 #include "chanflow/core/error.h"
+#include "chanflow/core/function.h"
 #include "chanflow/core/json.h"
 #include "chanflow/core/map.h"
 #include "chanflow/core/object.h"

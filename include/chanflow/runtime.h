@@ -12,6 +12,7 @@
 #include "chanflow/runtime/channel.h"
 #include "chanflow/runtime/context.h"
 #include "chanflow/runtime/external_waiter.h"
+#include "chanflow/runtime/functions.h"
 #include "chanflow/runtime/group.h"
 #include "chanflow/runtime/mutex.h"
 #include "chanflow/runtime/scheduler.h"

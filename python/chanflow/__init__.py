@@ -13,6 +13,8 @@ The native API (``chanflow._native``, one extension module over the C++ library)
   the C++ op list, chanflow/graph/op_list.h), ``grad``, ``GoMachine`` and ``TapeMachine``;
 - ``make_chan`` / ``Channel``, ``recv_case`` / ``send_case`` and ``select``: Go's channels, shared
   by Python threads, green threads and running programs;
+- ``Function``, ``get_global_func``, ``register_func``, ``list_global_funcs``,
+  ``remove_global_func``: the global function registry shared with C++ and the C ABI;
 - the error classes, all under ``chanflow.Error``.
 
 ``chanflow.fluid`` offers PaddlePaddle Fluid's API by its names on top of these.
@@ -33,6 +35,7 @@ from chanflow._native import (  # noqa: F401
     DeadlockError,
     Error,
     Executor,
+    Function,
     JSONError,
     LimitError,
     MachineError,
@@ -56,12 +59,16 @@ from chanflow._native import (  # noqa: F401
     __version__,
     from_dlpack,
     from_json,
+    get_global_func,
+    list_global_funcs,
     load_program,
     make_chan,
     grad,
     object_class,
     op_schema,
     recv_case,
+    register_func,
+    remove_global_func,
     select,
     send_case,
     tensor,
@@ -83,6 +90,8 @@ __all__ = [
     "GoMachine", "Graph", "Node", "OpContext", "TapeMachine", "grad",
     # channels
     "Channel", "SelectCase", "make_chan", "recv_case", "select", "send_case",
+    # functions
+    "Function", "get_global_func", "list_global_funcs", "register_func", "remove_global_func",
 ]
 
 # The graph op functions, one per entry of the C++ op list: a new op appears here by itself.

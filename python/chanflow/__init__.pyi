@@ -492,3 +492,19 @@ def select(cases: _Cases, default: bool = False,
            timeout: Optional[float] = None) -> Tuple[Optional[int], Any, bool]: ...
 
 # ---- functions (Function, get_global_func, register_func) --------------------------------------
+
+class Function(Object):
+    """A function of chanflow's global registry: a C++ built-in, a C callback or a Python
+    callable. Positional arguments are converted to chanflow objects (callables become
+    Functions), the result back to Python; the GIL is released during the call."""
+    def __init__(self, fn: Callable[..., Any]) -> None: ...
+    def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
+
+def get_global_func(name: str, allow_missing: bool = False) -> Optional[Function]:
+    """The function registered under name; ValueError when missing (None with allow_missing)."""
+def register_func(name: str, f: Optional[Callable[..., Any]] = None,
+                  override: bool = False) -> Any:
+    """Registers f (a callable or a Function) under name and returns it; without f, returns a
+    decorator. A taken name raises ValueError unless override=True."""
+def list_global_funcs() -> list[str]: ...
+def remove_global_func(name: str) -> bool: ...

@@ -17,6 +17,7 @@
 #include "chanflow/core/detail/env.h"
 #include "chanflow/core/error.h"
 #include "chanflow/runtime/detail/block_hook.h"
+#include "chanflow/runtime/functions.h"
 #include "deadlock.h"
 #include "fiber_switch.h"
 #include "futex.h"
@@ -837,5 +838,20 @@ std::string current_green_thread_name() {
   detail::Task* t = detail::current_task();
   return t != nullptr ? detail::display_name(t) : std::string();
 }
+
+namespace {
+// The runtime's global functions (functions.cc) are registered while the program loads whenever
+// the scheduler is linked, which every use of the runtime links. Nobody can catch an error here.
+[[maybe_unused]] const bool kRuntimeFunctionsRegistered = [] {
+  try {
+    register_runtime_functions();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "chanflow: registering the runtime's global functions failed: %s\n",
+                 e.what());
+    std::abort();
+  }
+  return true;
+}();
+}  // namespace
 
 }  // namespace chanflow

@@ -50,6 +50,7 @@ struct TypeIndex {
   static constexpr uint32_t kInt = 4;
   static constexpr uint32_t kFloat = 5;
   static constexpr uint32_t kBool = 6;
+  static constexpr uint32_t kFunction = 7;
   static constexpr uint32_t kTensor = 16;
   static constexpr uint32_t kChannel = 17;
   static constexpr uint32_t kStaticEnd = 64;  // first dynamically allocated index
@@ -241,6 +242,13 @@ struct ObjectUnsafe {
   static ObjectPtr<Object>& mutable_ptr(ObjectRef& ref) noexcept;
   template <class T>
   static ObjectPtr<T> adopt(Object* obj) noexcept;
+  // Raw owning pointers, for the C ABI's handles (a handle is an Object* that owns one count):
+  // detach takes the handle's reference out of `ref` (which becomes null) without touching the
+  // count; attach makes a handle that takes over one count the caller owns.
+  static Object* detach(ObjectRef&& ref) noexcept;
+  static ObjectRef attach(Object* obj) noexcept;
+  static void inc_ref(Object* obj) noexcept { obj->inc_ref(); }
+  static void dec_ref(Object* obj) noexcept { obj->dec_ref(); }
 };
 
 template <class T>
@@ -419,6 +427,14 @@ inline ObjectPtr<Object>&& detail::ObjectUnsafe::move_ptr(ObjectRef&& ref) noexc
 }
 inline ObjectPtr<Object>& detail::ObjectUnsafe::mutable_ptr(ObjectRef& ref) noexcept {
   return ref.data_;
+}
+inline Object* detail::ObjectUnsafe::detach(ObjectRef&& ref) noexcept {
+  return std::exchange(ref.data_.data_, nullptr);
+}
+inline ObjectRef detail::ObjectUnsafe::attach(Object* obj) noexcept {
+  ObjectPtr<Object> p;
+  p.data_ = obj;
+  return ObjectRef(std::move(p));
 }
 
 // Defines the constructors and accessors of a typed handle `TypeName : ParentType` over ObjectName.

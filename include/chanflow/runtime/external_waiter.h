@@ -18,7 +18,10 @@
 namespace chanflow {
 
 // While it lives, the calling OS thread is not counted as a thread that may wake a chanflow
-// waiter. Construct and destroy it on the same thread; not for green threads. Never blocks.
+// waiter. Construct it on that OS thread, never on a green thread. It counts a thread without
+// identifying it, so any thread may destroy it: a thread that hands the waiter work destroys it
+// before waiting for that work, so the waiter counts again from that moment (not only once it
+// woke up). Never blocks.
 class CHANFLOW_API ScopedExternalWaiter {
  public:
   ScopedExternalWaiter();
