@@ -2,6 +2,7 @@
 // select and channels on the runtime's green threads).
 #pragma once
 
+#include "chanflow/exec/channels.h"
 #include "chanflow/exec/executor.h"
 #include "chanflow/exec/op_registry.h"
 #include "chanflow/exec/scope.h"

@@ -32,6 +32,7 @@
 #include "chanflow/core/boxed.h"
 #include "chanflow/core/map.h"
 #include "chanflow/core/string.h"
+#include "chanflow/exec/channels.h"
 #include "chanflow/runtime/channel.h"
 #include "chanflow/runtime/context.h"
 #include "chanflow/runtime/external_waiter.h"
@@ -47,42 +48,9 @@ std::string repr_of(py::handle v) { return py::repr(v).cast<std::string>(); }
 
 // ---- element types ----
 
-template <DType D>
-bool is_tensor_of(const Object* o) {
-  return o->is_instance<TensorObj>() && static_cast<const TensorObj*>(o)->dtype() == D;
-}
-
-ChannelObj::ElemCheck tensor_check(DType d) {
-  switch (d) {
-    case DType::kBool:
-      return &is_tensor_of<DType::kBool>;
-    case DType::kInt8:
-      return &is_tensor_of<DType::kInt8>;
-    case DType::kInt16:
-      return &is_tensor_of<DType::kInt16>;
-    case DType::kInt32:
-      return &is_tensor_of<DType::kInt32>;
-    case DType::kInt64:
-      return &is_tensor_of<DType::kInt64>;
-    case DType::kUInt8:
-      return &is_tensor_of<DType::kUInt8>;
-    case DType::kFloat16:
-      return &is_tensor_of<DType::kFloat16>;
-    case DType::kFloat32:
-      return &is_tensor_of<DType::kFloat32>;
-    case DType::kFloat64:
-      return &is_tensor_of<DType::kFloat64>;
-  }
-  return nullptr;
-}
-
-constexpr const char* kElemChoices =
-    "'Object' (anything), 'Tensor', 'Tensor(<dtype>)' such as 'Tensor(float32)', 'Channel', "
-    "'Int', 'Float', 'Bool', 'String', 'Array' or 'Map'";
-
-// A channel of `capacity` carrying `elem` (a type key, see kElemChoices). The keys are those the
-// executor's channel_create gives its channels, so a channel made here binds to a program's
-// channel variable of the same declaration.
+// A channel of `capacity` carrying `elem` (a type key of chanflow/exec/channels.h, made there as
+// the executor's channel_create makes its channels, so a channel made here binds to a program's
+// channel variable of the same declaration).
 Channel make_channel(py::handle capacity_arg, py::handle elem_arg) {
   if (PyLong_Check(capacity_arg.ptr()) == 0 || PyBool_Check(capacity_arg.ptr()) != 0) {
     throw_type_error("make_chan: capacity must be an int, got '" + type_name(capacity_arg) + "'");
@@ -98,32 +66,16 @@ Channel make_channel(py::handle capacity_arg, py::handle elem_arg) {
   const auto cap = static_cast<std::size_t>(capacity);
   if (elem_arg.is_none()) return Channel::make<Object>(cap);
   if (!PyUnicode_Check(elem_arg.ptr())) {
-    throw_type_error("make_chan: elem must be a type key str (" + std::string(kElemChoices) +
-                     ") or None, got '" + type_name(elem_arg) + "'");
+    throw_type_error("make_chan: elem must be a type key str (" +
+                     std::string(channel_elem_choices()) + ") or None, got '" +
+                     type_name(elem_arg) + "'");
   }
-  const std::string elem = elem_arg.cast<std::string>();
-  if (elem == Object::kTypeKey) return Channel::make<Object>(cap);
-  if (elem == TensorObj::kTypeKey) return Channel::make<TensorObj>(cap);
-  if (elem == ChannelObj::kTypeKey) return Channel::make<ChannelObj>(cap);
-  if (elem == IntObj::kTypeKey) return Channel::make<IntObj>(cap);
-  if (elem == FloatObj::kTypeKey) return Channel::make<FloatObj>(cap);
-  if (elem == BoolObj::kTypeKey) return Channel::make<BoolObj>(cap);
-  if (elem == StringObj::kTypeKey) return Channel::make<StringObj>(cap);
-  if (elem == ArrayObj::kTypeKey) return Channel::make<ArrayObj>(cap);
-  if (elem == MapObj::kTypeKey) return Channel::make<MapObj>(cap);
-  const std::string prefix = std::string(TensorObj::kTypeKey) + "(";
-  if (elem.size() > prefix.size() + 1 && elem.compare(0, prefix.size(), prefix) == 0 &&
-      elem.back() == ')') {
-    const std::string name = elem.substr(prefix.size(), elem.size() - prefix.size() - 1);
-    for (int i = 0; i < kNumDTypes; ++i) {
-      const auto d = static_cast<DType>(i);
-      if (dtype_name(d) == name) {
-        return Channel(make_object<ChannelObj>(cap, elem, tensor_check(d)));
-      }
-    }
+  try {
+    return make_channel_of(elem_arg.cast<std::string>(), cap);
+  } catch (const TypeError&) {
+    throw py::value_error("make_chan: elem must be " + std::string(channel_elem_choices()) +
+                          ", got " + repr_of(elem_arg));
   }
-  throw py::value_error("make_chan: elem must be " + std::string(kElemChoices) + ", got " +
-                        repr_of(elem_arg));
 }
 
 // The object behind a Python Channel (never null: a Python Channel always has one).
@@ -444,7 +396,7 @@ void bind_channels(py::module_& m) {
   static const std::string make_chan_doc =
       "A new channel with room for `capacity` buffered values (0: unbuffered, a rendezvous). "
       "`elem` restricts what it carries, by type key: " +
-      std::string(kElemChoices) +
+      std::string(channel_elem_choices()) +
       "; None is 'Object'. A program's channel variable declared with an element type binds "
       "to a channel of 'Tensor' or of that dtype ('Tensor(float32)').";
   m.def("make_chan", &make_channel, py::arg("capacity") = 0, py::arg("elem") = py::none(),

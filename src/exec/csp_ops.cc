@@ -8,6 +8,7 @@
 #include <optional>
 #include <span>
 
+#include "chanflow/exec/channels.h"
 #include "chanflow/runtime/channel.h"
 #include "chanflow/runtime/select.h"
 #include "kernel.h"
@@ -16,42 +17,11 @@
 namespace chanflow::exec_detail {
 namespace {
 
-template <DType D>
-bool is_tensor_of(const Object* o) {
-  return o->is_instance<TensorObj>() && static_cast<const TensorObj*>(o)->dtype() == D;
-}
-
-ChannelObj::ElemCheck check_for(DType d) {
-  switch (d) {
-    case DType::kBool:
-      return &is_tensor_of<DType::kBool>;
-    case DType::kInt8:
-      return &is_tensor_of<DType::kInt8>;
-    case DType::kInt16:
-      return &is_tensor_of<DType::kInt16>;
-    case DType::kInt32:
-      return &is_tensor_of<DType::kInt32>;
-    case DType::kInt64:
-      return &is_tensor_of<DType::kInt64>;
-    case DType::kUInt8:
-      return &is_tensor_of<DType::kUInt8>;
-    case DType::kFloat16:
-      return &is_tensor_of<DType::kFloat16>;
-    case DType::kFloat32:
-      return &is_tensor_of<DType::kFloat32>;
-    case DType::kFloat64:
-      return &is_tensor_of<DType::kFloat64>;
-  }
-  return nullptr;
-}
-
 Channel make_channel(int64_t data_type, int64_t capacity) {
   const auto cap = static_cast<std::size_t>(capacity);
   if (data_type == static_cast<int64_t>(VarType::kChannel)) return Channel::make<ChannelObj>(cap);
   if (data_type == static_cast<int64_t>(VarType::kLoDTensor)) return Channel::make<TensorObj>(cap);
-  const DType d = dtype_of_var_type_number(data_type);
-  return Channel(
-      make_object<ChannelObj>(cap, "Tensor(" + std::string(dtype_name(d)) + ")", check_for(d)));
+  return make_tensor_channel(dtype_of_var_type_number(data_type), cap);
 }
 
 Channel channel_in(const PreparedOp& op, const Frame& f) {
