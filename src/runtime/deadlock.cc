@@ -12,6 +12,7 @@
 #include <cstring>
 #include <mutex>
 #include <sstream>
+#include <vector>
 
 #include "chanflow/runtime/detail/chan_base.h"
 #include "chanflow/runtime/external_waiter.h"
@@ -30,6 +31,7 @@ Parker* g_os_waiters = nullptr;
 std::atomic<int> g_os_waiter_count{0};
 long g_total_workers = 0;     // guarded by g_mu
 long g_external_waiters = 0;  // ScopedExternalWaiter threads; guarded by g_mu
+std::atomic<void (*)()> g_check_hook{nullptr};
 
 long process_threads() noexcept {
   // /proc/self/stat field 20 is num_threads; the command name (field 2) may contain spaces and
@@ -72,25 +74,56 @@ __attribute__((constructor)) void record_baseline() {
   g_baseline_others = n > 0 ? n - 1 : 0;
 }
 
-// g_mu held.
-DeadlockState condition_locked() {
-  if (g_os_waiter_count.load(std::memory_order_seq_cst) == 0) return DeadlockState::kNo;
+// What can end a deadlock, read at one moment: green-thread activity per scheduler, pending
+// timers, OS threads still asleep. g_mu held (no OS thread starts or stops waiting meanwhile).
+struct Snapshot {
+  std::vector<SchedulerImpl::Activity> scheds;
+  std::size_t timers = 0;
+  long asleep = 0;
+  bool operator==(const Snapshot&) const = default;
+};
+
+// False as soon as the snapshot shows a green thread runnable or a timer pending.
+bool take_quiet_snapshot(Snapshot& s) {
+  s.scheds.clear();
   // Timers are read before and after the green threads: a sleeping green thread adds its timer
   // before its park is counted, and a firing timer counts the wake-up before it stops being
   // pending, so one of the two reads catches a timer racing with the sums.
-  if (timers_pending() != 0) return DeadlockState::kNo;
-  for (SchedulerImpl* s = g_scheds; s != nullptr; s = s->next_sched) {
-    if (s->active_count() != 0) return DeadlockState::kNo;
+  s.timers = timers_pending();
+  if (s.timers != 0) return false;
+  for (SchedulerImpl* sc = g_scheds; sc != nullptr; sc = sc->next_sched) {
+    const SchedulerImpl::Activity a = sc->activity();
+    if (a.on != a.off) return false;
+    s.scheds.push_back(a);
   }
-  if (timers_pending() != 0) return DeadlockState::kNo;
+  if (timers_pending() != 0) return false;
   // Only OS threads still waiting count as asleep: one already woken (claimed) is about to run.
-  long asleep = 0;
+  s.asleep = 0;
   for (Parker* p = g_os_waiters; p != nullptr; p = p->next_os) {
-    if (p->state.load(std::memory_order_seq_cst) == Parker::kWaiting) ++asleep;
+    if (p->state.load(std::memory_order_seq_cst) == Parker::kWaiting) ++s.asleep;
   }
+  return true;
+}
+
+// g_mu held.
+//
+// The thread count cannot be read at the same instant as the counters. So the counters are read
+// twice, around it, and must not change: the counters only grow, so equal readings mean no green
+// thread ran and no OS waiter was woken in between (none can start or stop waiting: g_mu). A
+// plain thread that woke something and exited before the count is then caught by the second
+// reading; one alive at the count is counted; and nothing that is parked through both readings
+// can have started a thread in between. Otherwise a thread that cancels a context and exits
+// right after the first reading makes a run that is being woken look deadlocked.
+DeadlockState condition_locked() {
+  if (g_os_waiter_count.load(std::memory_order_seq_cst) == 0) return DeadlockState::kNo;
+  Snapshot before;
+  if (!take_quiet_snapshot(before)) return DeadlockState::kNo;
+  if (void (*hook)() = g_check_hook.load(std::memory_order_acquire)) hook();
   const long threads = process_threads();
+  Snapshot after;
+  if (!take_quiet_snapshot(after) || after != before) return DeadlockState::kNo;
   const long known =
-      g_baseline_others + g_total_workers + timer_threads() + g_external_waiters + asleep;
+      g_baseline_others + g_total_workers + timer_threads() + g_external_waiters + after.asleep;
   if (threads < 0 || threads > known) return DeadlockState::kForeignThreads;
   return DeadlockState::kYes;
 }
@@ -141,6 +174,10 @@ std::string describe_wait(const Parker* p) {
       break;
   }
   return os.str();
+}
+
+void set_deadlock_check_hook(void (*fn)()) noexcept {
+  g_check_hook.store(fn, std::memory_order_release);
 }
 
 void deadlock_register_scheduler(SchedulerImpl* s) {

@@ -30,6 +30,10 @@ enum class DeadlockState { kNo, kForeignThreads, kYes };
 // cancels it, writes the report and returns kYes.
 DeadlockState deadlock_check_and_cancel(Parker* p, std::string* report);
 
+// Tests only: when set, called between the two readings of the deadlock condition (on the
+// checking thread, under the registry lock), so a test can act exactly where a race would.
+void set_deadlock_check_hook(void (*fn)()) noexcept;
+
 // "send on chan 0x… (cap 0)", "select on 2 channels", ...
 std::string describe_wait(const Parker* p);
 

@@ -398,7 +398,7 @@ int64_t SchedulerImpl::live_count() const noexcept {
   return static_cast<int64_t>(spawned - finished);
 }
 
-int64_t SchedulerImpl::active_count() const noexcept {
+SchedulerImpl::Activity SchedulerImpl::activity() const noexcept {
   // Every "off" event (a park, an exit) is preceded by its "on" event (a wake-up, the spawn), so
   // reading all offs first never counts an off without its on. `parked` and `woken` are bumped
   // with plain release stores (see bump); this fence pairs with the one every worker executes
@@ -417,7 +417,7 @@ int64_t SchedulerImpl::active_count() const noexcept {
     on += w->counts.spawned.load(std::memory_order_seq_cst) +
           w->counts.woken.load(std::memory_order_seq_cst);
   }
-  return static_cast<int64_t>(on - off);
+  return Activity{on, off};
 }
 
 Worker* SchedulerImpl::worker_here() const noexcept {

@@ -148,8 +148,20 @@ struct SchedulerImpl {
   // before any `spawned`, so a 0 means that at one instant no green thread was alive (never an
   // undercount). Thread-safe.
   int64_t live_count() const noexcept;
+  // The totals of "on" events (spawns, wake-ups) and "off" events (parks, exits) over every
+  // shard. Both only grow: two equal readings mean no green thread of this scheduler was
+  // spawned, woken, parked or finished in between (deadlock.cc relies on that).
+  struct Activity {
+    uint64_t on = 0;
+    uint64_t off = 0;
+    bool operator==(const Activity&) const = default;
+  };
+  Activity activity() const noexcept;
   // Green threads runnable or running (not parked); 0 with live > 0: all parked. Same reading.
-  int64_t active_count() const noexcept;
+  int64_t active_count() const noexcept {
+    const Activity a = activity();
+    return static_cast<int64_t>(a.on - a.off);
+  }
   // The calling thread's worker if it is one of this scheduler's, else nullptr. Not cached
   // across a park: a green thread may resume on another worker.
   Worker* worker_here() const noexcept;

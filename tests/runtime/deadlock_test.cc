@@ -1,11 +1,13 @@
 // Deadlock detection: real deadlocks are reported with every parked green thread; live
 // situations (timers, plain threads) are not.
 #include <atomic>
+#include <filesystem>
 #include <future>
 #include <regex>
 #include <string>
 #include <thread>
 
+#include "deadlock.h"
 #include "runtime_test_util.h"
 
 namespace {
@@ -154,6 +156,58 @@ TEST_P(Deadlock, ExternalWaiterThreadDoesNotHoldDetectionBack) {
   finished.set_value();
   external.join();
   EXPECT_NE(msg.find("deadlock"), std::string::npos) << msg;
+}
+
+// The deadlock check cannot count threads at the same instant as it reads the green threads'
+// state. A plain thread that wakes the last parked green thread and exits between those two
+// readings must not make a live program look deadlocked (the check's hook starts such a thread
+// exactly there, once).
+cf::Chan<int> g_wake_mid_check;
+std::atomic<bool> g_woken_mid_check{false};
+std::thread::id g_waiting_thread;
+long process_threads() {
+  long n = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/task")) {
+    (void)e;
+    ++n;
+  }
+  return n;
+}
+void wake_from_a_thread_that_exits() {
+  // The waiting thread's own check (a worker's check only pokes it).
+  if (std::this_thread::get_id() != g_waiting_thread || g_woken_mid_check.exchange(true)) return;
+  const long threads = process_threads();
+  std::thread([] { g_wake_mid_check.close(); }).join();
+  // join() returns once the thread is done, a little before the kernel stops counting it; the
+  // race is with a thread the count no longer includes.
+  while (process_threads() > threads) std::this_thread::yield();
+}
+
+TEST_P(Deadlock, ThreadThatWakesAndExitsMidCheckIsNotADeadlock) {
+  g_wake_mid_check = cf::make_chan<int>();
+  g_woken_mid_check = false;
+  g_waiting_thread = std::this_thread::get_id();
+  cf::WaitGroup wg;
+  wg.add();
+  cf::go("sleeper", [&wg, ch = g_wake_mid_check] {
+    ch.recv();
+    // Busy a while before it wakes the main thread: the check must not take the moment for a
+    // deadlock (a check that did would cancel the wait well before this ends).
+    volatile uint64_t x = 0;
+    for (int i = 0; i < 5000000; ++i) x = x + static_cast<uint64_t>(i);
+    wg.done();
+  });
+  cf::detail::set_deadlock_check_hook(&wake_from_a_thread_that_exits);
+  std::string error;
+  try {
+    wg.wait();  // the sleeper parks; the check runs; its hook wakes the sleeper
+  } catch (const cf::DeadlockError& e) {
+    error = e.what();
+  }
+  cf::detail::set_deadlock_check_hook(nullptr);
+  EXPECT_TRUE(g_woken_mid_check.load()) << "the check never ran with everything parked";
+  EXPECT_EQ(error, "");
+  g_wake_mid_check = cf::Chan<int>();
 }
 
 INSTANTIATE_TEST_SUITE_P(Workers, Deadlock, CHANFLOW_WORKER_COUNTS);
