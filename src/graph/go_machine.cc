@@ -28,6 +28,9 @@
 //   runner's other ready nodes to the spill first and makes sure a ticket exists
 //   (detail::set_block_hook, Go's hand-off of a P on a system call): no ready node waits behind a
 //   blocked one, even on one worker.
+// * The caller: run() on a plain OS thread runs the sources and then each node while it is the
+//   only ready one, on the calling thread, and hands the rest to a runner once the graph has
+//   parallel work (run_on_caller).
 // * Completion is a countdown per run; a runner subtracts the nodes it finished in batches (when
 //   it switches run slot or exits), and the one that reaches zero reports the slot on `done`.
 //
@@ -167,10 +170,11 @@ struct GoMachineImpl {
   void share(Runner& self);
   bool refill(Runner& self);
   void run_ready(Runner& self);
+  void run_on_caller(std::vector<Ready> work);
   void process(Runner& self, NodeState* n, uint32_t slot);
   void finish_nodes(uint32_t slot, int64_t count);
   void fail(RunState& r, const NodeData& n, std::exception_ptr e);
-  void begin(uint32_t slot, const Context& ctx, const std::vector<Tensor>& inputs);
+  std::vector<Ready> begin(uint32_t slot, const Context& ctx, const std::vector<Tensor>& inputs);
   std::optional<uint32_t> wait_one(const Chan<Unit>& stop);
   void abandon();
   void drain();
@@ -310,6 +314,58 @@ void GoMachineImpl::run_ready(Runner& self) {
   finish_nodes(self.done_slot, self.done_count);
 }
 
+// run() called on a plain OS thread runs the graph's sequential part itself instead of sleeping
+// until a worker has run it: waking a sleeping worker and then the caller costs two cross-CPU
+// wake-ups, far more than a chain of small ops (the 10-op chain: 30 us through a worker, 3 us on
+// the caller). The caller runs the sources (the kick, at the bottom of its stack: no computation)
+// and then an op only while it is the one ready node. As soon as it holds another ready node,
+// the graph has parallel work: the caller hands its whole stack to one green runner, which shares
+// it with the workers as usual, and waits. It never shares nor takes shared work itself: a runner
+// beside every worker only contends with them. It runs built-in ops only: a custom op may block on
+// something only a green thread provides, an OS thread cannot hand its ready nodes over when it
+// blocks (no block hook), and run() could not return at the caller's deadline while the caller is
+// inside the op. A custom op gets a green runner of its own.
+void GoMachineImpl::run_on_caller(std::vector<Ready> work) {
+  Runner self{this, std::move(work)};
+  std::size_t kick = self.ready.size();  // kick entries still on the stack (its bottom)
+  bool hand_off = true;
+  while (!self.ready.empty()) {
+    const bool source = self.ready.size() <= kick;
+    if (!source && self.ready.size() > 1 && hand_off) {
+      try {
+        spawn_runner(self.ready, /*ticket=*/false);  // a copy: kept should the spawn fail
+        self.ready.clear();
+        break;
+      } catch (...) {
+        // Abort the run; the caller skips through what it holds (process does nothing else).
+        const Ready& r = self.ready.back();
+        fail(runs[r.slot], *r.node->data, std::current_exception());
+        hand_off = false;
+      }
+    }
+    const Ready r = self.ready.back();
+    self.ready.pop_back();
+    if (source) kick = self.ready.size();
+    if (r.node->data->op == OpKind::kCustom &&
+        !runs[r.slot].aborted.load(std::memory_order_acquire)) {
+      try {
+        spawn_runner({r}, /*ticket=*/false);
+        continue;
+      } catch (...) {
+        fail(runs[r.slot], *r.node->data, std::current_exception());  // aborts: process skips it
+      }
+    }
+    if (r.slot != self.done_slot) {
+      finish_nodes(self.done_slot, self.done_count);
+      self.done_slot = r.slot;
+      self.done_count = 0;
+    }
+    process(self, r.node, r.slot);
+    ++self.done_count;
+  }
+  finish_nodes(self.done_slot, self.done_count);
+}
+
 void GoMachineImpl::fail(RunState& r, const NodeData& n, std::exception_ptr e) {
   {
     std::lock_guard<std::mutex> lock(r.mu);
@@ -416,7 +472,8 @@ void GoMachineImpl::process(Runner& self, NodeState* n, uint32_t slot) {
   }
 }
 
-void GoMachineImpl::begin(uint32_t slot, const Context& ctx, const std::vector<Tensor>& inputs) {
+std::vector<Ready> GoMachineImpl::begin(uint32_t slot, const Context& ctx,
+                                        const std::vector<Tensor>& inputs) {
   RunState& r = runs[slot];
   r.ctx = with_cancel(ctx);
   r.ctx_done = r.ctx.done();
@@ -428,7 +485,7 @@ void GoMachineImpl::begin(uint32_t slot, const Context& ctx, const std::vector<T
   r.remaining.store(size, std::memory_order_release);
   ++outstanding;
   // The kick: every source's single operand is its value; one runner starts with all of them
-  // (spawning publishes these writes to it).
+  // (the caller's spawn publishes these writes to it).
   std::vector<Ready> work;
   work.reserve(sources.size());
   const int64_t kick_ns = r.trace ? now_ns() : 0;
@@ -443,7 +500,7 @@ void GoMachineImpl::begin(uint32_t slot, const Context& ctx, const std::vector<T
   }
   // Run the sources in id order (the runner pops from the back).
   std::reverse(work.begin(), work.end());
-  spawn_runner(std::move(work), false);
+  return work;
 }
 
 std::vector<Tensor> GoMachineImpl::resolve(const Bindings& b) {
@@ -593,7 +650,12 @@ void GoMachine::run(const Context& ctx, const Bindings& inputs) {
     std::rethrow_exception(e);
   }
   const uint32_t slot = 0;
-  m.begin(slot, ctx, in);
+  std::vector<detail::Ready> kick = m.begin(slot, ctx, in);
+  if (in_green_thread()) {
+    m.spawn_runner(std::move(kick), false);  // parking here costs a switch, not a wake-up
+  } else {
+    m.run_on_caller(std::move(kick));
+  }
   detail::RunState& r = m.runs[slot];
   std::optional<uint32_t> got = m.wait_one(ctx.done());
   if (!got) {
@@ -655,7 +717,7 @@ std::vector<std::vector<Tensor>> GoMachine::stream(const Context& ctx,
         break;
       }
       const auto slot = static_cast<uint32_t>(fed % m.window);
-      m.begin(slot, ctx, in);
+      m.spawn_runner(m.begin(slot, ctx, in), false);
       ++fed;
       ++in_flight;
     }

@@ -5,6 +5,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <string>
+#include <thread>
 
 #include "chanflow/graph.h"
 #include "chanflow/runtime.h"
@@ -148,6 +150,65 @@ TEST_P(RunnersTest, WideLayeredGraphMatchesTape) {
     tape.run({{x, v}});
     EXPECT_EQ(go.result(out).item<double>(), tape.result(out).item<double>()) << run;
   }
+}
+
+// run() on a plain OS thread runs a chain's built-in ops itself (go_machine.cc, run_on_caller):
+// it finishes while every worker is kept busy by a green thread that never parks. A run that
+// needed a worker would wait for them until the deadline.
+TEST_P(RunnersTest, CallerRunsAChainOfBuiltInOpsItself) {
+  std::atomic<bool> release{false};
+  std::atomic<int> spinning{0};
+  cf::WaitGroup spinners;
+  for (int i = 0; i < GetParam(); ++i) {
+    spinners.add();
+    cf::go("spinner", [&] {
+      spinning.fetch_add(1);
+      while (!release.load()) {
+      }
+      spinners.done();
+    });
+  }
+  while (spinning.load() < GetParam()) std::this_thread::yield();  // every worker is taken
+  cf::Graph g;
+  cf::Node x = g.input("x", DType::kFloat32, {4});
+  cf::Node one = g.constant(Tensor::full({4}, 1.0, DType::kFloat32), "one");
+  cf::Node z = x;
+  for (int i = 0; i < 9; ++i) z = z + one;
+  cf::GoMachine m(g, {.scheduler = &sched()});
+  std::string error;
+  try {
+    m.run(cf::with_timeout(cf::background(), 20s), {{x, Tensor::full({4}, 0.0, DType::kFloat32)}});
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  release = true;
+  spinners.wait();
+  EXPECT_EQ(error, "");
+  if (error.empty()) {
+    EXPECT_TRUE(m.result(z).equal_to(Tensor::full({4}, 9.0, DType::kFloat32)));
+  }
+}
+
+// ... but never a custom op, which may block on something only a green thread provides.
+TEST_P(RunnersTest, CustomOpsRunOnGreenThreadsWhenRunIsCalledFromAnOsThread) {
+  cf::Graph g;
+  cf::Node x = g.scalar(1.0f, "x");
+  std::atomic<int> on_green{0};
+  std::atomic<int> calls{0};
+  cf::Node y = x + x;
+  for (int i = 0; i < 3; ++i) {
+    y = through(g, "where", {y}, [&] {
+      calls.fetch_add(1);
+      if (cf::in_green_thread()) on_green.fetch_add(1);
+    });
+    y = y * y;
+  }
+  cf::GoMachine m(g);
+  ASSERT_FALSE(cf::in_green_thread());
+  m.run();
+  EXPECT_EQ(calls.load(), 3);
+  EXPECT_EQ(on_green.load(), 3);
+  EXPECT_EQ(m.result(y).item<float>(), 256.0f);
 }
 
 INSTANTIATE_TEST_SUITE_P(Workers, RunnersTest, ::testing::Values(1, 2, 4, 8));
