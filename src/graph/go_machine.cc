@@ -172,6 +172,7 @@ struct GoMachineImpl {
   void run_ready(Runner& self);
   void run_on_caller(std::vector<Ready> work);
   void process(Runner& self, NodeState* n, uint32_t slot);
+  void run_node(Runner& self, const Ready& r);
   void finish_nodes(uint32_t slot, int64_t count);
   void fail(RunState& r, const NodeData& n, std::exception_ptr e);
   std::vector<Ready> begin(uint32_t slot, const Context& ctx, const std::vector<Tensor>& inputs);
@@ -290,6 +291,18 @@ void GoMachineImpl::finish_nodes(uint32_t slot, int64_t count) {
   if (runs[slot].remaining.fetch_sub(count, std::memory_order_acq_rel) == count) done.send(slot);
 }
 
+// Runs one ready node and counts it towards its run's countdown (subtracted in batches, when the
+// runner changes run slot or stops: finish_nodes).
+void GoMachineImpl::run_node(Runner& self, const Ready& r) {
+  if (r.slot != self.done_slot) {
+    finish_nodes(self.done_slot, self.done_count);
+    self.done_slot = r.slot;
+    self.done_count = 0;
+  }
+  process(self, r.node, r.slot);
+  ++self.done_count;
+}
+
 void GoMachineImpl::run_ready(Runner& self) {
   self.share = scheduler_worker_count() > 1;
   set_block_hook(&hand_off_on_block, &self);
@@ -303,13 +316,7 @@ void GoMachineImpl::run_ready(Runner& self) {
     if (self.share && !self.ready.empty() && spill_size.load(std::memory_order_relaxed) == 0) {
       share(self);
     }
-    if (r.slot != self.done_slot) {
-      finish_nodes(self.done_slot, self.done_count);
-      self.done_slot = r.slot;
-      self.done_count = 0;
-    }
-    process(self, r.node, r.slot);
-    ++self.done_count;
+    run_node(self, r);
   }
   finish_nodes(self.done_slot, self.done_count);
 }
@@ -355,13 +362,7 @@ void GoMachineImpl::run_on_caller(std::vector<Ready> work) {
         fail(runs[r.slot], *r.node->data, std::current_exception());  // aborts: process skips it
       }
     }
-    if (r.slot != self.done_slot) {
-      finish_nodes(self.done_slot, self.done_count);
-      self.done_slot = r.slot;
-      self.done_count = 0;
-    }
-    process(self, r.node, r.slot);
-    ++self.done_count;
+    run_node(self, r);
   }
   finish_nodes(self.done_slot, self.done_count);
 }

@@ -6,9 +6,6 @@ Every outcome is checked exactly (sums, counts, no loss, no duplication); thread
 through the channels themselves, never through sleeps."""
 import os
 import re
-import selectors
-import signal
-import subprocess
 import sys
 import textwrap
 import threading
@@ -22,6 +19,7 @@ import chanflow.fluid as fluid
 from chanflow._native import Object
 from chanflow.fluid import core, unique_name
 from chanflow.fluid.layers import assign, elementwise_add, fill_constant
+import child_process
 from conftest import VT, block, chvar, op, tvar
 
 FVT = core.VarDesc.VarType
@@ -678,46 +676,9 @@ def say(*a):
 """
 
 
-class Child:
-    """A Python child process running PRELUDE + body; its stdout is read line by line."""
-
-    def __init__(self, *body, prelude=PRELUDE):
-        script = prelude + "".join(textwrap.dedent(part) for part in body)
-        self.proc = subprocess.Popen([sys.executable, "-c", script],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE)
-        self.fd = self.proc.stdout.fileno()
-        self.buf = b""
-        self.sel = selectors.DefaultSelector()
-        self.sel.register(self.fd, selectors.EVENT_READ)
-
-    def line(self, limit=60.0):
-        deadline = time.monotonic() + limit
-        while b"\n" not in self.buf:
-            left = deadline - time.monotonic()
-            if left <= 0 or not self.sel.select(timeout=left):
-                self.proc.kill()
-                pytest.fail(f"no line from the child in {limit} s; "
-                            f"stderr: {self.proc.stderr.read()}")
-            chunk = os.read(self.fd, 4096)
-            if not chunk:
-                pytest.fail(f"the child ended (status {self.proc.wait()}); "
-                            f"stderr: {self.proc.stderr.read()}")
-            self.buf += chunk
-        text, self.buf = self.buf.split(b"\n", 1)
-        return text.decode().strip()
-
-    def write(self, text):
-        self.proc.stdin.write(text.encode())
-        self.proc.stdin.flush()
-
-    def interrupt(self):
-        self.proc.send_signal(signal.SIGINT)
-        return time.monotonic()
-
-    def finish(self):
-        _, err = self.proc.communicate(timeout=60)
-        assert self.proc.returncode == 0, err.decode()
+def Child(*body, prelude=PRELUDE):
+    """A child process running PRELUDE + body (child_process.Child)."""
+    return child_process.Child(prelude + "".join(textwrap.dedent(part) for part in body))
 
 
 def test_a_recv_nothing_can_answer_raises_deadlock_error():

@@ -3,14 +3,11 @@ Python's handler decides what happens (KeyboardInterrupt by default), within a s
 process stays usable. The parent waits for the child's "ready" line, printed by the program
 itself once it runs, before it sends the signal."""
 import os
-import selectors
 import signal
-import subprocess
-import sys
 import textwrap
 import time
 
-import pytest
+import child_process
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # Sanitizer builds run everything several times slower.
@@ -28,47 +25,9 @@ def say(*a):
 """
 
 
-class Child:
-    def __init__(self, body):
-        script = PRELUDE + textwrap.dedent(body)
-        self.proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE)
-        self.fd = self.proc.stdout.fileno()
-        self.buf = b""
-        self.sel = selectors.DefaultSelector()
-        self.sel.register(self.fd, selectors.EVENT_READ)
-
-    def line(self, limit=60.0):
-        """The child's next stdout line (fails after `limit` seconds without one). Reads the pipe
-        itself: a buffered readline could hold lines the selector no longer reports."""
-        deadline = time.monotonic() + limit
-        while b"\n" not in self.buf:
-            left = deadline - time.monotonic()
-            if left <= 0 or not self.sel.select(timeout=left):
-                self.proc.kill()
-                pytest.fail(f"no line from the child in {limit} s; "
-                            f"stderr: {self.proc.stderr.read()}")
-            chunk = os.read(self.fd, 4096)
-            if not chunk:
-                pytest.fail(f"the child ended (status {self.proc.wait()}); "
-                            f"stderr: {self.proc.stderr.read()}")
-            self.buf += chunk
-        text, self.buf = self.buf.split(b"\n", 1)
-        return text.decode().strip()
-
-    def wait_for(self, prefix):
-        while True:
-            text = self.line()
-            if text.startswith(prefix):
-                return text
-
-    def interrupt(self):
-        self.proc.send_signal(signal.SIGINT)
-        return time.monotonic()
-
-    def finish(self):
-        _, err = self.proc.communicate(timeout=60)
-        assert self.proc.returncode == 0, err.decode()
+def Child(body):
+    """A child process running PRELUDE + body (child_process.Child)."""
+    return child_process.Child(PRELUDE + textwrap.dedent(body))
 
 
 def test_ctrl_c_raises_keyboard_interrupt_and_the_process_stays_usable():
