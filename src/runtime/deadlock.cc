@@ -12,7 +12,6 @@
 #include <cstring>
 #include <mutex>
 #include <sstream>
-#include <vector>
 
 #include "chanflow/runtime/detail/chan_base.h"
 #include "chanflow/runtime/external_waiter.h"
@@ -74,31 +73,33 @@ __attribute__((constructor)) void record_baseline() {
   g_baseline_others = n > 0 ? n - 1 : 0;
 }
 
-// What can end a deadlock, read at one moment: green-thread activity per scheduler, pending
+// What can end a deadlock, read at one moment: green-thread activity (all schedulers), pending
 // timers, OS threads still asleep. g_mu held (no OS thread starts or stops waiting meanwhile).
 struct Snapshot {
-  std::vector<SchedulerImpl::Activity> scheds;
-  std::size_t timers = 0;
+  // Sums over every scheduler (the set cannot change: registering takes g_mu). Each counter only
+  // grows, so equal sums mean every counter is unchanged.
+  uint64_t on = 0;
+  uint64_t off = 0;
   long asleep = 0;
   bool operator==(const Snapshot&) const = default;
 };
 
-// False as soon as the snapshot shows a green thread runnable or a timer pending.
+// False as soon as the snapshot shows a green thread runnable or a timer pending. Allocates
+// nothing (deadlock_poke is noexcept).
 bool take_quiet_snapshot(Snapshot& s) {
-  s.scheds.clear();
+  s = Snapshot{};
   // Timers are read before and after the green threads: a sleeping green thread adds its timer
   // before its park is counted, and a firing timer counts the wake-up before it stops being
   // pending, so one of the two reads catches a timer racing with the sums.
-  s.timers = timers_pending();
-  if (s.timers != 0) return false;
+  if (timers_pending() != 0) return false;
   for (SchedulerImpl* sc = g_scheds; sc != nullptr; sc = sc->next_sched) {
     const SchedulerImpl::Activity a = sc->activity();
     if (a.on != a.off) return false;
-    s.scheds.push_back(a);
+    s.on += a.on;
+    s.off += a.off;
   }
   if (timers_pending() != 0) return false;
   // Only OS threads still waiting count as asleep: one already woken (claimed) is about to run.
-  s.asleep = 0;
   for (Parker* p = g_os_waiters; p != nullptr; p = p->next_os) {
     if (p->state.load(std::memory_order_seq_cst) == Parker::kWaiting) ++s.asleep;
   }
