@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <new>
 
+#include "block.h"
 #include "chan_ops.h"
 #include "chanflow/core/check.h"
 #include "chanflow/core/error.h"
@@ -9,8 +10,6 @@
 
 namespace chanflow::detail {
 namespace {
-
-void unlock_chan(void* c) { static_cast<ChanBase*>(c)->lock_.unlock(); }
 
 [[noreturn]] void throw_send_on_closed(const ChanBase* c, bool while_waiting) {
   CHANFLOW_THROW(ChannelClosedError)
@@ -53,150 +52,148 @@ ChanBase::~ChanBase() {
 }
 
 void park_forever() {
-  Parker* p = current_parker();
-  p->arm(WaitReason::kNilChan, nullptr);
-  park(p, nullptr, nullptr);
-  throw_park_canceled(p);
+  NoLock none;
+  block(none, current_parker(), WaitReason::kNilChan, nullptr, nullptr, 0, NoCleanup{});
+  // Only a cancel ends the wait (nothing can claim it), and a canceled block() throws.
+  CHANFLOW_CHECK(false) << "a wait on a nil channel was woken";
+  __builtin_unreachable();
 }
 
 void chan_send(ChanBase* c, void* elem) {
   if (c == nullptr) park_forever();
-  c->lock_.lock();
-  if (c->closed_.load(std::memory_order_relaxed)) {
-    c->lock_.unlock();
+  ChanAlgo::lock(c);
+  if (ChanAlgo::is_closed(c)) {
+    ChanAlgo::unlock(c);
     throw_send_on_closed(c, false);
   }
-  if (Waiter* r = dequeue_claimable(c->recvq_)) {
-    hand_to_receiver(c, r, elem);
-    c->lock_.unlock();
+  if (Waiter* r = dequeue_claimable(ChanAlgo::recvq(c))) {
+    ChanAlgo::hand_to_receiver(c, r, elem);
+    ChanAlgo::unlock(c);
     unpark(r->parker);
     return;
   }
-  if (c->count_.load(std::memory_order_relaxed) < c->cap_) {
-    put_tail(c, elem);
-    c->lock_.unlock();
+  if (ChanAlgo::has_room(c)) {
+    ChanAlgo::put_tail(c, elem);
+    ChanAlgo::unlock(c);
     return;
   }
-  Parker* p = current_parker();
   Waiter w;
-  w.parker = p;
   w.chan = c;
   w.elem = elem;
   w.is_send = true;
-  c->sendq_.push_back(&w);
-  p->arm(WaitReason::kChanSend, c, &w, 1);
-  if (park(p, &unlock_chan, c) == Parker::kCanceled) {
-    c->lock_.lock();
-    c->sendq_.remove(&w);
-    c->lock_.unlock();
-    throw_park_canceled(p);
-  }
+  ChanLock lock{c};
+  block_in(lock, ChanAlgo::sendq(c), w, WaitReason::kChanSend, c);
   if (!w.success) throw_send_on_closed(c, true);
 }
 
 bool chan_recv(ChanBase* c, void* out) {
   if (c == nullptr) park_forever();
-  c->lock_.lock();
-  if (Waiter* s = dequeue_claimable(c->sendq_)) {
-    take_from_sender(c, s, out);
-    c->lock_.unlock();
+  ChanAlgo::lock(c);
+  if (Waiter* s = dequeue_claimable(ChanAlgo::sendq(c))) {
+    ChanAlgo::take_from_sender(c, s, out);
+    ChanAlgo::unlock(c);
     unpark(s->parker);
     return true;
   }
-  if (c->count_.load(std::memory_order_relaxed) > 0) {
-    take_head(c, out);
-    c->lock_.unlock();
+  if (ChanAlgo::has_buffered(c)) {
+    ChanAlgo::take_head(c, out);
+    ChanAlgo::unlock(c);
     return true;
   }
-  if (c->closed_.load(std::memory_order_relaxed)) {
-    c->lock_.unlock();
+  if (ChanAlgo::is_closed(c)) {
+    ChanAlgo::unlock(c);
     return false;
   }
-  Parker* p = current_parker();
   Waiter w;
-  w.parker = p;
   w.chan = c;
   w.elem = out;
   w.is_send = false;
-  c->recvq_.push_back(&w);
-  p->arm(WaitReason::kChanRecv, c, &w, 1);
-  if (park(p, &unlock_chan, c) == Parker::kCanceled) {
-    c->lock_.lock();
-    c->recvq_.remove(&w);
-    c->lock_.unlock();
-    throw_park_canceled(p);
-  }
+  ChanLock lock{c};
+  block_in(lock, ChanAlgo::recvq(c), w, WaitReason::kChanRecv, c);
   return w.success;
 }
 
 bool chan_try_send(ChanBase* c, void* elem) {
   if (c == nullptr) return false;
   if (!send_may_proceed(c)) return false;  // Go's fast path: no lock when it cannot succeed
-  c->lock_.lock();
-  if (c->closed_.load(std::memory_order_relaxed)) {
-    c->lock_.unlock();
+  ChanAlgo::lock(c);
+  if (ChanAlgo::is_closed(c)) {
+    ChanAlgo::unlock(c);
     throw_send_on_closed(c, false);
   }
-  if (Waiter* r = dequeue_claimable(c->recvq_)) {
-    hand_to_receiver(c, r, elem);
-    c->lock_.unlock();
+  if (Waiter* r = dequeue_claimable(ChanAlgo::recvq(c))) {
+    ChanAlgo::hand_to_receiver(c, r, elem);
+    ChanAlgo::unlock(c);
     unpark(r->parker);
     return true;
   }
-  if (c->count_.load(std::memory_order_relaxed) < c->cap_) {
-    put_tail(c, elem);
-    c->lock_.unlock();
+  if (ChanAlgo::has_room(c)) {
+    ChanAlgo::put_tail(c, elem);
+    ChanAlgo::unlock(c);
     return true;
   }
-  c->lock_.unlock();
+  ChanAlgo::unlock(c);
   return false;
 }
 
 int chan_try_recv(ChanBase* c, void* out) {
   if (c == nullptr) return 0;
   if (!recv_may_proceed(c)) return 0;  // Go's fast path: no lock when it cannot succeed
-  c->lock_.lock();
-  if (Waiter* s = dequeue_claimable(c->sendq_)) {
-    take_from_sender(c, s, out);
-    c->lock_.unlock();
+  ChanAlgo::lock(c);
+  if (Waiter* s = dequeue_claimable(ChanAlgo::sendq(c))) {
+    ChanAlgo::take_from_sender(c, s, out);
+    ChanAlgo::unlock(c);
     unpark(s->parker);
     return 1;
   }
-  if (c->count_.load(std::memory_order_relaxed) > 0) {
-    take_head(c, out);
-    c->lock_.unlock();
+  if (ChanAlgo::has_buffered(c)) {
+    ChanAlgo::take_head(c, out);
+    ChanAlgo::unlock(c);
     return 1;
   }
-  const bool closed = c->closed_.load(std::memory_order_relaxed);
-  c->lock_.unlock();
+  const bool closed = ChanAlgo::is_closed(c);
+  ChanAlgo::unlock(c);
   return closed ? -1 : 0;
 }
 
 void chan_close(ChanBase* c) {
   if (c == nullptr) CHANFLOW_THROW(ChannelClosedError) << "close of nil channel";
-  c->lock_.lock();
-  if (c->closed_.load(std::memory_order_relaxed)) {
-    c->lock_.unlock();
+  ChanAlgo::lock(c);
+  if (ChanAlgo::is_closed(c)) {
+    ChanAlgo::unlock(c);
     CHANFLOW_THROW(ChannelClosedError)
         << "close of closed channel (chan " << static_cast<const void*>(c) << ")";
   }
-  c->closed_.store(true, std::memory_order_release);
+  ChanAlgo::mark_closed(c);
   // Claim every waiter under the lock, wake them after releasing it. The claimed waiters are
   // ours now; chain them through `next` (they left the queue).
   Waiter* wake = nullptr;
-  for (WaitQueue* q : {&c->recvq_, &c->sendq_}) {
+  for (WaitQueue* q : {&ChanAlgo::recvq(c), &ChanAlgo::sendq(c)}) {
     while (Waiter* w = dequeue_claimable(*q)) {
       w->success = false;
       w->next = wake;
       wake = w;
     }
   }
-  c->lock_.unlock();
+  ChanAlgo::unlock(c);
   while (wake != nullptr) {
     Waiter* next = wake->next;  // read before the owner may run and pop its frame
     unpark(wake->parker);
     wake = next;
   }
+}
+
+const char* ChanBase::broken_invariant() const noexcept {
+  const std::size_t n = count_.load(std::memory_order_relaxed);
+  if (!(n <= slots_ && slots_ <= cap_ && (slots_ == 0) == (cap_ == 0))) {
+    return "C1: count <= slots <= capacity, no slots exactly when unbuffered";
+  }
+  if (n > 0 && !recvq_.empty()) return "C2: a buffered value while a receiver is parked";
+  if (n < cap_ && !sendq_.empty()) return "C3: a free slot while a sender is parked";
+  if (closed_.load(std::memory_order_relaxed) && !(recvq_.empty() && sendq_.empty())) {
+    return "C4: a waiter parked on a closed channel";
+  }
+  return nullptr;
 }
 
 }  // namespace chanflow::detail

@@ -1,8 +1,10 @@
 // chan_ops.h — the steps of Go's channel algorithm shared by chan.cc and select.cc (private).
-// Every function here runs with the channel's lock held. The lock-free readiness checks
-// (recv_may_proceed, send_may_proceed) are in chan_base.h, where Chan<T> inlines them.
+// ChanAlgo is the only code besides the lock-free readiness checks (chan_base.h, where Chan<T>
+// inlines them) that touches a channel's state. Every step but lock() runs with the channel's
+// lock held.
 #pragma once
 
+#include "chanflow/core/check.h"
 #include "chanflow/runtime/detail/chan_base.h"
 
 namespace chanflow::detail {
@@ -19,45 +21,84 @@ inline Waiter* dequeue_claimable(WaitQueue& q) noexcept {
   return nullptr;
 }
 
-// A sender meets a parked receiver: the value goes straight into the receiver's optional.
-inline void hand_to_receiver(ChanBase* c, Waiter* r, void* elem) noexcept {
-  c->ops_->to_optional(r->elem, elem);
-  r->success = true;
-}
-
-// Takes the buffer's head into `out` (a std::optional<T>); count_ > 0.
-inline void take_head(ChanBase* c, void* out) noexcept {
-  void* s = c->slot(0);
-  c->ops_->to_optional(out, s);
-  c->ops_->destroy(s);
-  c->head_ = (c->head_ + 1) % c->slots_;
-  // release: the lock-free readiness checks rely on it (chan_base.h).
-  c->count_.store(c->count_.load(std::memory_order_relaxed) - 1, std::memory_order_release);
-}
-
-// Appends elem to the buffer; count_ < cap_.
-inline void put_tail(ChanBase* c, void* elem) noexcept {
-  const std::size_t n = c->count_.load(std::memory_order_relaxed);
-  if (n == c->slots_) [[unlikely]]
-    c->grow();
-  c->ops_->construct(c->slot(n), elem);
-  c->count_.store(n + 1, std::memory_order_release);  // see take_head
-}
-
-// A receiver meets a parked sender. Unbuffered: take its value directly. Buffered (then full):
-// take the head and move the sender's value to the tail, keeping FIFO order.
-inline void take_from_sender(ChanBase* c, Waiter* s, void* out) noexcept {
-  if (c->cap_ == 0) {
-    c->ops_->to_optional(out, s->elem);
-  } else {
-    void* head = c->slot(0);
-    c->ops_->to_optional(out, head);
-    c->ops_->destroy(head);
-    c->ops_->construct(head, s->elem);
-    c->head_ = (c->head_ + 1) % c->slots_;  // full: slots_ == cap_
+struct ChanAlgo {
+  static void lock(ChanBase* c) noexcept { c->lock_.lock(); }
+  // Releases the lock; the channel's invariants (chan_base.h, C1-C4) must hold here, and are
+  // checked in debug and sanitizer builds.
+  static void unlock(ChanBase* c) noexcept {
+#if CHANFLOW_INVARIANT_CHECKS
+    const char* broken = c->broken_invariant();
+    CHANFLOW_CHECK(broken == nullptr)
+        << "channel invariant broken (chan " << static_cast<const void*>(c) << "): " << broken;
+#endif
+    c->lock_.unlock();
   }
-  s->success = true;
-}
+
+  static WaitQueue& recvq(ChanBase* c) noexcept { return c->recvq_; }
+  static WaitQueue& sendq(ChanBase* c) noexcept { return c->sendq_; }
+  static bool is_closed(const ChanBase* c) noexcept {
+    return c->closed_.load(std::memory_order_relaxed);
+  }
+  static bool has_buffered(const ChanBase* c) noexcept {
+    return c->count_.load(std::memory_order_relaxed) > 0;
+  }
+  static bool has_room(const ChanBase* c) noexcept {
+    return c->count_.load(std::memory_order_relaxed) < c->cap_;
+  }
+  // Marks the channel closed (its waiters are then released by the caller).
+  static void mark_closed(ChanBase* c) noexcept {
+    c->closed_.store(true, std::memory_order_release);
+  }
+  // A receive from a closed, drained channel: leaves `out` (a std::optional<T>) empty.
+  static void reset_out(const ChanBase* c, void* out) noexcept { c->ops_->reset_optional(out); }
+
+  // A sender meets a parked receiver: the value goes straight into the receiver's optional.
+  static void hand_to_receiver(ChanBase* c, Waiter* r, void* elem) noexcept {
+    c->ops_->to_optional(r->elem, elem);
+    r->success = true;
+  }
+
+  // Takes the buffer's head into `out` (a std::optional<T>); count_ > 0.
+  static void take_head(ChanBase* c, void* out) noexcept {
+    void* s = c->slot(0);
+    c->ops_->to_optional(out, s);
+    c->ops_->destroy(s);
+    c->head_ = (c->head_ + 1) % c->slots_;
+    // release: the lock-free readiness checks rely on it (chan_base.h).
+    c->count_.store(c->count_.load(std::memory_order_relaxed) - 1, std::memory_order_release);
+  }
+
+  // Appends elem to the buffer; count_ < cap_.
+  static void put_tail(ChanBase* c, void* elem) noexcept {
+    const std::size_t n = c->count_.load(std::memory_order_relaxed);
+    if (n == c->slots_) [[unlikely]]
+      c->grow();
+    c->ops_->construct(c->slot(n), elem);
+    c->count_.store(n + 1, std::memory_order_release);  // see take_head
+  }
+
+  // A receiver meets a parked sender. Unbuffered: take its value directly. Buffered (then full):
+  // take the head and move the sender's value to the tail, keeping FIFO order.
+  static void take_from_sender(ChanBase* c, Waiter* s, void* out) noexcept {
+    if (c->cap_ == 0) {
+      c->ops_->to_optional(out, s->elem);
+    } else {
+      void* head = c->slot(0);
+      c->ops_->to_optional(out, head);
+      c->ops_->destroy(head);
+      c->ops_->construct(head, s->elem);
+      c->head_ = (c->head_ + 1) % c->slots_;  // full: slots_ == cap_
+    }
+    s->success = true;
+  }
+};
+
+// A channel's lock as block_in() takes and releases it (block.h).
+struct ChanLock {
+  ChanBase* c;
+  void lock() noexcept { ChanAlgo::lock(c); }
+  void unlock() noexcept { ChanAlgo::unlock(c); }
+};
 
 // Parks the caller forever (nil channel, empty select); returns only by throwing when canceled.
 [[noreturn]] void park_forever();

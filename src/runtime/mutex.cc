@@ -3,6 +3,8 @@
 
 #include <mutex>
 
+#include "block.h"
+
 namespace chanflow {
 
 bool Mutex::try_lock() noexcept {
@@ -32,22 +34,13 @@ void Mutex::lock() {
       break;
     }
   }
-  detail::Parker* p = detail::current_parker();
   detail::Waiter w;
-  w.parker = p;
-  waiters_.push_back(&w);
-  p->arm(detail::WaitReason::kMutex, this);
-  const uint32_t st = detail::park(
-      p, [](void* l) { static_cast<detail::SpinLock*>(l)->unlock(); }, &lock_);
-  if (st == detail::Parker::kCanceled) {
-    lock_.lock();
-    waiters_.remove(&w);
+  detail::block_in(lock_, waiters_, w, detail::WaitReason::kMutex, this, [this] {
+    // Canceled: the mark of waiters goes with the last of them.
     if (waiters_.empty() && state_.load(std::memory_order_relaxed) == kLockedWaiters) {
       state_.store(kLocked, std::memory_order_relaxed);
     }
-    lock_.unlock();
-    detail::throw_park_canceled(p);
-  }
+  });
   // Woken by unlock(): the mutex was handed to us (state_ stayed locked). The claim's acq_rel
   // plus unpark's release give us the previous holder's writes.
 }

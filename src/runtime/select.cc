@@ -5,6 +5,7 @@
 #include <new>
 #include <vector>
 
+#include "block.h"
 #include "chan_ops.h"
 #include "chanflow/core/error.h"
 
@@ -32,22 +33,22 @@ uint32_t fast_random(uint32_t n) noexcept {
   return static_cast<uint32_t>((static_cast<uint64_t>(static_cast<uint32_t>(r)) * n) >> 32);
 }
 
+// The locks of every channel of a select, taken in address order (no two selects deadlock).
 struct Locks {
   ChanBase** chans;  // sorted by address, duplicates removed
   std::size_t n;
-};
 
-void lock_all(const Locks& l) noexcept {
-  for (std::size_t i = 0; i < l.n; ++i) l.chans[i]->lock_.lock();
-}
-void unlock_all(void* arg) noexcept {
-  const auto* l = static_cast<const Locks*>(arg);
-  // Read each pointer before releasing its lock: once the last lock is released the select may
-  // return and its frame (which holds this array) may be gone.
-  const std::size_t n = l->n;
-  ChanBase** chans = l->chans;
-  for (std::size_t i = 0; i < n; ++i) chans[i]->lock_.unlock();
-}
+  void lock() noexcept {
+    for (std::size_t i = 0; i < n; ++i) ChanAlgo::lock(chans[i]);
+  }
+  void unlock() noexcept {
+    // Copy both before releasing a lock: once the last is released the select may return and
+    // its frame (which holds this object and the array) may be gone.
+    const std::size_t count = n;
+    ChanBase** const cs = chans;
+    for (std::size_t i = 0; i < count; ++i) ChanAlgo::unlock(cs[i]);
+  }
+};
 
 [[noreturn]] void throw_select_send_closed(const ChanBase* c) {
   CHANFLOW_THROW(ChannelClosedError)
@@ -69,28 +70,28 @@ enum class Outcome : uint8_t { kNotReady, kDone, kSendOnClosed };
 Outcome attempt(SelectCase& cs, Parker** wake) noexcept {
   ChanBase* c = cs.chan();
   if (cs.kind() == SelectCase::Kind::kSend) {
-    if (c->closed_.load(std::memory_order_relaxed)) return Outcome::kSendOnClosed;
-    if (Waiter* r = dequeue_claimable(c->recvq_)) {
-      hand_to_receiver(c, r, cs.elem());
+    if (ChanAlgo::is_closed(c)) return Outcome::kSendOnClosed;
+    if (Waiter* r = dequeue_claimable(ChanAlgo::recvq(c))) {
+      ChanAlgo::hand_to_receiver(c, r, cs.elem());
       *wake = r->parker;
       return Outcome::kDone;
     }
-    if (c->count_.load(std::memory_order_relaxed) < c->cap_) {
-      put_tail(c, cs.elem());
+    if (ChanAlgo::has_room(c)) {
+      ChanAlgo::put_tail(c, cs.elem());
       return Outcome::kDone;
     }
   } else {
-    if (Waiter* snd = dequeue_claimable(c->sendq_)) {
-      take_from_sender(c, snd, cs.elem());
+    if (Waiter* snd = dequeue_claimable(ChanAlgo::sendq(c))) {
+      ChanAlgo::take_from_sender(c, snd, cs.elem());
       *wake = snd->parker;
       return Outcome::kDone;
     }
-    if (c->count_.load(std::memory_order_relaxed) > 0) {
-      take_head(c, cs.elem());
+    if (ChanAlgo::has_buffered(c)) {
+      ChanAlgo::take_head(c, cs.elem());
       return Outcome::kDone;
     }
-    if (c->closed_.load(std::memory_order_relaxed)) {
-      c->ops_->reset_optional(cs.elem());
+    if (ChanAlgo::is_closed(c)) {
+      ChanAlgo::reset_out(c, cs.elem());
       return Outcome::kDone;
     }
   }
@@ -157,9 +158,9 @@ std::size_t select(std::span<SelectCase> cases) {
     if (!may_proceed(cs)) continue;
     ChanBase* c = cs.chan();
     Parker* wake = nullptr;
-    c->lock_.lock();
+    ChanAlgo::lock(c);
     const Outcome o = attempt(cs, &wake);
-    c->lock_.unlock();
+    ChanAlgo::unlock(c);
     if (o == Outcome::kSendOnClosed) throw_select_send_closed(c);
     if (o == Outcome::kDone) {
       if (wake != nullptr) unpark(wake);
@@ -188,7 +189,7 @@ std::size_t select(std::span<SelectCase> cases) {
     ++nlocks;
   }
   Locks locks{chans, nlocks};
-  lock_all(locks);
+  locks.lock();
 
   // Pass 1: the first ready case in poll order wins.
   for (std::size_t k = 0; k < n; ++k) {
@@ -196,46 +197,35 @@ std::size_t select(std::span<SelectCase> cases) {
     Parker* wake = nullptr;
     const Outcome o = attempt(cases[i], &wake);
     if (o == Outcome::kNotReady) continue;
-    unlock_all(&locks);
+    locks.unlock();
     if (o == Outcome::kSendOnClosed) throw_select_send_closed(cases[i].chan());
     if (wake != nullptr) unpark(wake);
     return i;
   }
   if (default_index != SIZE_MAX) {
-    unlock_all(&locks);
+    locks.unlock();
     return default_index;
   }
 
-  // Pass 2: enqueue one waiter per case and park until one fires.
-  Parker* p = current_parker();
+  // Pass 2: one waiter per case, in every channel's queue at once, until one fires.
   Scratch<Waiter> waiters_buf;
   Waiter* ws = waiters_buf.get(n);
   for (std::size_t k = 0; k < n; ++k) {
     const std::size_t i = order[k];
     Waiter& w = *::new (&ws[k]) Waiter();
-    w.parker = p;
     w.chan = cases[i].chan();
     w.elem = cases[i].elem();
     w.case_index = static_cast<uint32_t>(i);
     w.is_send = cases[i].kind() == SelectCase::Kind::kSend;
-    (w.is_send ? w.chan->sendq_ : w.chan->recvq_).push_back(&w);
   }
-  p->arm(WaitReason::kSelect, nullptr, ws, static_cast<uint32_t>(n));
-  const uint32_t st = park(p, &unlock_all, &locks);
-
-  // Pass 3: dequeue the losers (the winner was dequeued by its waker).
-  lock_all(locks);
-  for (std::size_t k = 0; k < n; ++k) {
-    Waiter& w = ws[k];
-    (w.is_send ? w.chan->sendq_ : w.chan->recvq_).remove(&w);
-  }
-  Waiter* fired = st == Parker::kClaimed ? p->fired : nullptr;
-  unlock_all(&locks);
-  if (fired == nullptr) throw_park_canceled(p);
+  const Waiter* fired =
+      block_in_all(locks, ws, static_cast<uint32_t>(n), [](Waiter& w) -> WaitQueue& {
+        return w.is_send ? ChanAlgo::sendq(w.chan) : ChanAlgo::recvq(w.chan);
+      });
   const std::size_t i = fired->case_index;
   if (!fired->success) {
     if (fired->is_send) throw_select_send_closed(fired->chan);
-    fired->chan->ops_->reset_optional(fired->elem);
+    ChanAlgo::reset_out(fired->chan, fired->elem);
   }
   return i;
 }

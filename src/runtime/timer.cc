@@ -6,6 +6,7 @@
 #include <thread>
 #include <vector>
 
+#include "block.h"
 #include "chanflow/core/detail/spinlock.h"
 #include "chanflow/runtime/scheduler.h"
 #include "chanflow/runtime/timer.h"
@@ -179,17 +180,18 @@ struct SleepTimer : TimerEntry {
   Parker* parker = nullptr;
 };
 
+// The timer heap's lock, as a sleeper releases it when it parks: then tells the timer thread about
+// its deadline if it is the earliest.
 struct SleepUnlock {
   TimerService* ts;
   bool earliest;
+  void unlock() {
+    TimerService* const service = ts;
+    const bool first = earliest;  // read before the unlock lets the sleeper go
+    service->lock().unlock();
+    if (first) service->notify();
+  }
 };
-void unlock_timers(void* arg) {
-  auto* u = static_cast<SleepUnlock*>(arg);
-  TimerService* ts = u->ts;
-  const bool earliest = u->earliest;  // read before the unlock lets the sleeper go
-  ts->lock().unlock();
-  if (earliest) ts->notify();
-}
 
 struct AfterTimer : TimerEntry {
   Chan<Clock::time_point> ch;
@@ -209,13 +211,8 @@ void green_sleep(Clock::time_point until) {
   TimerService& ts = TimerService::get();
   ts.lock().lock();
   SleepUnlock u{&ts, ts.add_locked(&st)};
-  p->arm(WaitReason::kSleep, nullptr);
   // The heap's lock is released after the switch: the timer thread cannot claim us earlier.
-  const uint32_t state = park(p, &unlock_timers, &u);
-  if (state == Parker::kCanceled) {
-    timer_remove(&st);
-    throw_park_canceled(p);
-  }
+  block(u, p, WaitReason::kSleep, nullptr, nullptr, 0, [&st] { timer_remove(&st); });
 }
 
 }  // namespace chanflow::detail

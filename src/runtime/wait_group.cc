@@ -3,6 +3,7 @@
 
 #include <mutex>
 
+#include "block.h"
 #include "chanflow/core/error.h"
 
 namespace chanflow {
@@ -41,19 +42,8 @@ void WaitGroup::wait() {
     lock_.unlock();
     return;
   }
-  detail::Parker* p = detail::current_parker();
   detail::Waiter w;
-  w.parker = p;
-  waiters_.push_back(&w);
-  p->arm(detail::WaitReason::kWaitGroup, this);
-  const uint32_t st = detail::park(
-      p, [](void* l) { static_cast<detail::SpinLock*>(l)->unlock(); }, &lock_);
-  if (st == detail::Parker::kCanceled) {
-    lock_.lock();
-    waiters_.remove(&w);
-    lock_.unlock();
-    detail::throw_park_canceled(p);
-  }
+  detail::block_in(lock_, waiters_, w, detail::WaitReason::kWaitGroup, this);
 }
 
 int64_t WaitGroup::count() const noexcept {

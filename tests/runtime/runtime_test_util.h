@@ -6,6 +6,7 @@
 #include <memory>
 #include <mutex>
 
+#include "chan_ops.h"  // white-box: src/runtime
 #include "chanflow/runtime.h"
 #include "scheduler_impl.h"  // white-box: src/runtime
 
@@ -30,18 +31,19 @@ class WorkersFixture : public ::testing::TestWithParam<int> {
 };
 
 // White-box: parties parked on a channel right now.
-inline std::size_t parked_receivers(cf::detail::ChanBase* c) {
-  std::lock_guard<cf::detail::SpinLock> g(c->lock_);
+inline std::size_t parked_in(cf::detail::ChanBase* c, bool senders) {
+  using cf::detail::ChanAlgo;
+  ChanAlgo::lock(c);
   std::size_t n = 0;
-  for (auto* w = c->recvq_.front(); w != nullptr; w = w->next) ++n;
+  for (auto* w = (senders ? ChanAlgo::sendq(c) : ChanAlgo::recvq(c)).front(); w != nullptr;
+       w = w->next) {
+    ++n;
+  }
+  ChanAlgo::unlock(c);
   return n;
 }
-inline std::size_t parked_senders(cf::detail::ChanBase* c) {
-  std::lock_guard<cf::detail::SpinLock> g(c->lock_);
-  std::size_t n = 0;
-  for (auto* w = c->sendq_.front(); w != nullptr; w = w->next) ++n;
-  return n;
-}
+inline std::size_t parked_receivers(cf::detail::ChanBase* c) { return parked_in(c, false); }
+inline std::size_t parked_senders(cf::detail::ChanBase* c) { return parked_in(c, true); }
 // White-box: every green thread of s is parked (or none is alive).
 inline bool all_parked(const cf::Scheduler& s) { return s.impl()->active_count() == 0; }
 // Waits (yielding, not sleeping) until `pred` holds: the state is produced by other threads.

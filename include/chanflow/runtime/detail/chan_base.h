@@ -53,6 +53,20 @@ struct ElemOpsOf {
 // queues' heads are atomics only so that size(), closed() and the lock-free readiness checks below
 // may read them without it. Under the lock, count_ and the queue heads are stored with release
 // ordering (free on x86) so that those checks can prove what they report (see recv_may_proceed).
+//
+// Invariants, true whenever lock_ is free (ChanAlgo::unlock checks them at every release in debug
+// and sanitizer builds; broken_invariant names the first that fails):
+//  C1  count_ <= slots_ <= cap_, and slots_ == 0 exactly when cap_ == 0.
+//  C2  count_ > 0 implies recvq_ is empty: a receiver parks only when nothing is buffered, and a
+//      sender hands its value to a parked receiver before it would buffer it.
+//  C3  count_ < cap_ implies sendq_ is empty: a sender parks only on a full buffer, and a receiver
+//      that frees a slot first refills it from a parked sender.
+//  C4  closed_ implies both queues are empty: close claims every waiter, and nothing parks on a
+//      closed channel.
+// A queue may hold waiters that can no longer be claimed (a select that completed on another
+// case, a canceled wait) until their owner unlinks them; a waker that meets one drops it, so the
+// invariants hold with them too. Go's "recvq or sendq is empty" holds for an unbuffered channel
+// except when one select waits to send and to receive on it; it is not checked.
 class CHANFLOW_API ChanBase {
  public:
   ChanBase(std::size_t capacity, const ElemOps* ops);
@@ -64,17 +78,26 @@ class CHANFLOW_API ChanBase {
   std::size_t size() const noexcept { return count_.load(std::memory_order_relaxed); }
   bool closed() const noexcept { return closed_.load(std::memory_order_acquire); }
 
-  // --- internals, used by src/runtime (guarded by lock_) ---
+ private:
+  // The channel algorithm (src/runtime/chan_ops.h: chan.cc and select.cc use it) and the
+  // lock-free readiness checks below; a test peer breaks invariants on purpose.
+  friend struct ChanAlgo;
+  friend struct ChanBaseTestPeer;
+  friend bool recv_may_proceed(const ChanBase* c) noexcept;
+  friend bool send_may_proceed(const ChanBase* c) noexcept;
+
   // The buffer holds `slots_` elements, between min(cap_, kEagerSlots) and cap_: it grows
   // (doubling, in put_tail) only as values are buffered, so a channel's capacity costs no memory
   // until it is used (make(chan T, 1<<31) then sending five values allocates five-ish slots, not 16
-  // GiB). Invariant: count_ <= slots_ <= cap_, and slots_ == 0 exactly when cap_ == 0.
+  // GiB).
   static constexpr std::size_t kEagerSlots = 256;
   void* slot(std::size_t i) const noexcept { return buf_ + ((head_ + i) % slots_) * ops_->size; }
   // Makes room for one more buffered value (count_ == slots_ < cap_): a buffer twice the size (at
   // most cap_) with the values moved to its front in order. Out-of-memory ends the process, like
   // any allocation in a noexcept path.
   void grow() noexcept;
+  // The first of C1-C4 that does not hold ("C2: ..."), or nullptr. lock_ held.
+  const char* broken_invariant() const noexcept;
 
   SpinLock lock_;
   std::atomic<bool> closed_{false};

@@ -16,6 +16,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "chanflow/core/check.h"
 #include "chanflow/core/export.h"
 
 namespace chanflow::detail {
@@ -57,12 +58,24 @@ struct Waiter {
 // An intrusive FIFO of Waiters. Guarded by its owner's lock; only empty_unlocked() may be called
 // without it: a snapshot for lock-free fast paths (chan_base.h), hence the atomic head, stored with
 // release under the lock and loaded with acquire there.
+//
+// Invariants (under the lock; checked in push_back and remove, CHANFLOW_INVARIANT):
+//  Q1  head and tail are both null (empty) or both non-null.
+//  Q2  a waiter is linked into at most one queue, exactly while its `queued` is true; an unlinked
+//      waiter has null prev and next.
+//  Q3  the links agree: a queued waiter's prev (or the head, for the first) points at it, and its
+//      next (or the tail, for the last) likewise.
+// The checks are O(1) (the neighbours of the waiter at hand), so they cost nothing asymptotically
+// on queues of any length.
 class WaitQueue {
  public:
   bool empty() const noexcept { return head() == nullptr; }
   bool empty_unlocked() const noexcept { return head_.load(std::memory_order_acquire) == nullptr; }
   Waiter* front() const noexcept { return head(); }
   void push_back(Waiter* w) noexcept {
+    CHANFLOW_INVARIANT((head() == nullptr) == (tail_ == nullptr)) << "wait queue: Q1";
+    CHANFLOW_INVARIANT(!w->queued && w->prev == nullptr && w->next == nullptr)
+        << "wait queue: Q2 (a waiter linked twice)";
     w->next = nullptr;
     w->prev = tail_;
     if (tail_ != nullptr) {
@@ -76,6 +89,10 @@ class WaitQueue {
   // Removes w if it is still queued (idempotent).
   void remove(Waiter* w) noexcept {
     if (!w->queued) return;
+    CHANFLOW_INVARIANT(w->prev != nullptr ? w->prev->next == w : head() == w)
+        << "wait queue: Q3 (prev link)";
+    CHANFLOW_INVARIANT(w->next != nullptr ? w->next->prev == w : tail_ == w)
+        << "wait queue: Q3 (next link)";
     if (w->prev != nullptr) {
       w->prev->next = w->next;
     } else {
