@@ -75,9 +75,9 @@ class ObjectPool {
 
   struct alignas(64) Shard {
     detail::SpinLock mu;  // the lock hands the list's contents over (acquire / release)
-    std::vector<Chunk*> free;
-    void lock() noexcept { mu.lock(); }
-    void unlock() noexcept { mu.unlock(); }
+    std::vector<Chunk*> free CHANFLOW_GUARDED_BY(mu);
+    void lock() noexcept CHANFLOW_ACQUIRE(mu) { mu.lock(); }
+    void unlock() noexcept CHANFLOW_RELEASE(mu) { mu.unlock(); }
   };
 
   // Reference counted by the ObjectPool handle and by every chunk in existence (cached or holding
