@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# build.sh PRESET — configure and build one CMake preset (debug, release, asan, tsan).
+# build.sh PRESET — configure and build one CMake preset (debug, release, asan, tsan, clang).
 # Warnings are errors when CI=true or CHANFLOW_WERROR=1. Uses at most $CHANFLOW_JOBS jobs (default:
 # the number of cores). Compiles through ccache when it is installed (CHANFLOW_CCACHE, top-level
 # CMakeLists.txt); with CI=true it prints this build's ccache hits and misses at the end.

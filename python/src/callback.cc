@@ -12,15 +12,14 @@
 // external waiter then (deadlock detection is not suspended by its mere existence). It is stopped
 // by an atexit hook; requests after that fail with Error rather than touch a finalising
 // interpreter.
-#include <condition_variable>
 #include <deque>
 #include <exception>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <thread>
 #include <utility>
 
+#include "chanflow/core/detail/locks.h"
 #include "chanflow/runtime/chan.h"
 #include "chanflow/runtime/external_waiter.h"
 #include "chanflow/runtime/scheduler.h"
@@ -64,7 +63,7 @@ class CallbackThread {
  public:
   // Queues `r` and starts the thread on first use. Throws Error after stop().
   void post(std::shared_ptr<Request> r) {
-    std::lock_guard<std::mutex> lock(mu_);
+    detail::LockGuard lock(mu_);
     if (stopped_) throw_shutting_down();
     if (!thread_.joinable()) thread_ = std::thread([this] { loop(); });
     queue_.push_back(std::move(r));
@@ -77,7 +76,7 @@ class CallbackThread {
   }
 
   bool stopped() {
-    std::lock_guard<std::mutex> lock(mu_);
+    detail::LockGuard lock(mu_);
     return stopped_;
   }
 
@@ -86,7 +85,7 @@ class CallbackThread {
   void stop() {
     std::thread t;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      detail::LockGuard lock(mu_);
       stopped_ = true;
       cv_.notify_one();
       t = std::move(thread_);
@@ -105,10 +104,10 @@ class CallbackThread {
     for (;;) {
       std::shared_ptr<Request> r;
       {
-        std::unique_lock<std::mutex> lock(mu_);
+        detail::LockGuard lock(mu_);
         if (queue_.empty() && !stopped_) {
           idle_.emplace();  // waiting for work, this thread wakes no chanflow waiter
-          cv_.wait(lock, [this] { return !queue_.empty() || stopped_; });
+          while (queue_.empty() && !stopped_) cv_.wait(mu_);
           idle_.reset();
         }
         if (queue_.empty()) break;  // stopped and drained
@@ -128,14 +127,14 @@ class CallbackThread {
     PyGILState_Release(gil);
   }
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::shared_ptr<Request>> queue_;  // guarded by mu_
-  std::thread thread_;                          // guarded by mu_
+  detail::Mutex mu_;
+  detail::CondVar cv_;
+  std::deque<std::shared_ptr<Request>> queue_ CHANFLOW_GUARDED_BY(mu_);
+  std::thread thread_ CHANFLOW_GUARDED_BY(mu_);
   // Set while the thread waits for work with an empty queue (it counts one thread, not an
-  // identity, so post() may end it on the poster's thread); guarded by mu_.
-  std::optional<ScopedExternalWaiter> idle_;
-  bool stopped_ = false;  // guarded by mu_
+  // identity, so post() may end it on the poster's thread).
+  std::optional<ScopedExternalWaiter> idle_ CHANFLOW_GUARDED_BY(mu_);
+  bool stopped_ CHANFLOW_GUARDED_BY(mu_) = false;
 };
 
 CallbackThread& callback_thread() {

@@ -39,10 +39,10 @@
 #include <cerrno>
 #include <csignal>
 #include <cstring>
-#include <mutex>
 #include <thread>
 #include <vector>
 
+#include "chanflow/core/detail/locks.h"
 #include "chanflow/core/error.h"
 #include "chanflow/runtime/external_waiter.h"
 #include "native.h"
@@ -73,12 +73,15 @@ struct RunRecord {
 };
 
 struct State {
-  std::mutex mu;
-  std::vector<RunRecord*> runs;  // main-thread runs in progress (mu)
-  int installed = 0;             // InterruptScopes that installed the handler (mu)
-  struct sigaction previous {};  // what the first of them replaced (mu)
-  pid_t watcher_pid = 0;         // the process whose watcher reads the pipe (mu): fork-safe
-  int read_fd = -1;
+  detail::Mutex mu;
+  // Main-thread runs in progress.
+  std::vector<RunRecord*> runs CHANFLOW_GUARDED_BY(mu);
+  // InterruptScopes that installed the handler, and what the first of them replaced.
+  int installed CHANFLOW_GUARDED_BY(mu) = 0;
+  struct sigaction previous CHANFLOW_GUARDED_BY(mu) {};
+  // The process whose watcher reads the pipe (fork-safe), and the pipe's read end.
+  pid_t watcher_pid CHANFLOW_GUARDED_BY(mu) = 0;
+  int read_fd CHANFLOW_GUARDED_BY(mu) = -1;
   // Python objects for the checks, taken at the first scope (GIL held).
   py::object getsignal, main_ident;
 };
@@ -101,13 +104,13 @@ void watch(int read_fd) {
     if (n <= 0) return;  // the pipe broke: nothing more can come
     (void)g_sigint_count.load(std::memory_order_acquire);
     State& s = state();
-    std::lock_guard<std::mutex> lock(s.mu);
+    detail::LockGuard lock(s.mu);
     for (RunRecord* r : s.runs) r->ctx.cancel();
   }
 }
 
-// s.mu held. Starts the watcher of this process (again after a fork: threads do not survive it).
-void ensure_watcher(State& s) {
+// Starts the watcher of this process (again after a fork: threads do not survive it).
+void ensure_watcher(State& s) CHANFLOW_REQUIRES(s.mu) {
   if (s.watcher_pid == getpid()) return;
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) {
@@ -142,7 +145,7 @@ InterruptScope::InterruptScope(const Context& ctx) {
   if (!should_install(s)) return;
   auto* record = new RunRecord{ctx};
   {
-    std::lock_guard<std::mutex> lock(s.mu);
+    detail::LockGuard lock(s.mu);
     try {
       ensure_watcher(s);
       s.runs.push_back(record);
@@ -179,7 +182,7 @@ void InterruptScope::end() noexcept {
   State& s = state();
   auto* record = static_cast<RunRecord*>(record_);
   {
-    std::lock_guard<std::mutex> lock(s.mu);
+    detail::LockGuard lock(s.mu);
     s.runs.erase(std::remove(s.runs.begin(), s.runs.end(), record), s.runs.end());
     if (--s.installed == 0) sigaction(SIGINT, &s.previous, nullptr);
   }

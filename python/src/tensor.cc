@@ -21,9 +21,9 @@
 #include <array>
 #include <atomic>
 #include <bit>
-#include <mutex>
 #include <vector>
 
+#include "chanflow/core/detail/locks.h"
 #include "chanflow/tensor/dlpack_interop.h"
 #include "chanflow/tensor/dtype.h"
 #include "native.h"
@@ -114,9 +114,10 @@ DType dtype_argument(py::handle dtype, const char* what) {
 // ran the queue is no longer used: the references are leaked rather than released into a finalizing
 // interpreter.
 struct PendingOwners {
-  std::mutex mu;
-  std::vector<PyObject*> objects;
-  bool scheduled = false;  // a pending call is registered and has not run yet
+  detail::Mutex mu;
+  std::vector<PyObject*> objects CHANFLOW_GUARDED_BY(mu);
+  // A pending call is registered and has not run yet.
+  bool scheduled CHANFLOW_GUARDED_BY(mu) = false;
 };
 PendingOwners& pending() {
   static auto* p = new PendingOwners();  // never destroyed: releases may come during exit
@@ -128,7 +129,7 @@ std::atomic<bool> g_python_alive{true};
 int drain_pending(void* /*unused*/) {
   std::vector<PyObject*> objects;
   {
-    std::lock_guard<std::mutex> lock(pending().mu);
+    detail::LockGuard lock(pending().mu);
     objects.swap(pending().objects);
     pending().scheduled = false;
   }
@@ -145,7 +146,7 @@ void release_python_reference(PyObject* owner) noexcept {
   }
   if (!g_python_alive.load(std::memory_order_acquire)) return;  // leaked at exit, see above
   PendingOwners& p = pending();
-  std::lock_guard<std::mutex> lock(p.mu);
+  detail::LockGuard lock(p.mu);
   try {
     p.objects.push_back(owner);
   } catch (...) {
@@ -356,7 +357,7 @@ py::object wrap_tensor(Tensor t) { return py::cast(std::move(t)); }
 void release_pending_owners() {
   bool any = false;
   {
-    std::lock_guard<std::mutex> lock(pending().mu);
+    detail::LockGuard lock(pending().mu);
     any = !pending().objects.empty();
   }
   if (any) drain_pending(nullptr);

@@ -1,15 +1,15 @@
 #include "chanflow/core/reflection.h"
 
-#include <mutex>
-#include <shared_mutex>
 #include <unordered_map>
+
+#include "chanflow/core/detail/locks.h"
 
 namespace chanflow {
 namespace {
 
 struct ReflectionTable {
-  std::shared_mutex mutex;
-  std::unordered_map<uint32_t, ReflectionInfo> by_index;
+  detail::SharedMutex mutex;
+  std::unordered_map<uint32_t, ReflectionInfo> by_index CHANFLOW_GUARDED_BY(mutex);
 };
 
 ReflectionTable& table() {
@@ -21,13 +21,13 @@ ReflectionTable& table() {
 
 void register_reflection(uint32_t type_index, ReflectionInfo info) {
   ReflectionTable& t = table();
-  std::unique_lock lock(t.mutex);
+  detail::LockGuard lock(t.mutex);
   t.by_index.emplace(type_index, info);
 }
 
 std::optional<ReflectionInfo> find_reflection(uint32_t type_index) {
   ReflectionTable& t = table();
-  std::shared_lock lock(t.mutex);
+  detail::SharedLockGuard lock(t.mutex);
   auto it = t.by_index.find(type_index);
   if (it == t.by_index.end()) return std::nullopt;
   return it->second;

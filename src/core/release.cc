@@ -67,8 +67,15 @@ constexpr uint32_t kMaxNesting = 16;
 // the first it released runs next); at kMaxNesting (under that frame) it only pushes. Out of line
 // so that run_deleter's common path saves few registers; noipa so the compiler does not
 // specialise it for run_deleter's one argument and reach the thread_local from here (the list is
-// reached through run_deleter only).
-[[gnu::noipa]] void run_deep(Object* obj, PendingDeleters& q) noexcept {
+// reached through run_deleter only). Clang has no noipa: noinline there, and run_deleter hides
+// the list's address from its constant propagation (the ctest core_release_list_out_of_line_test
+// checks the objects of either compiler).
+#if defined(__clang__)
+[[gnu::noinline]]
+#else
+[[gnu::noipa]]
+#endif
+void run_deep(Object* obj, PendingDeleters& q) noexcept {
   if (q.depth != kMaxNesting - 1) {
     if (!q.push(obj)) ObjectUnsafe::deleter(obj)(obj);
     return;
@@ -116,7 +123,15 @@ constexpr uint32_t kMaxNesting = 16;
 //    this list): a deep chain may then use stack again, but nothing leaks or is lost.
 __attribute__((noinline)) void run_deleter(Object* obj) noexcept {
   static constinit thread_local PendingDeleters pending;
+#if defined(__clang__)
+  // Opaque to the optimiser: otherwise Clang passes the thread_local's address into run_deep as a
+  // constant (interprocedural constant propagation), which noinline does not prevent.
+  PendingDeleters* list = &pending;
+  asm("" : "+r"(list));
+  PendingDeleters& q = *list;
+#else
   PendingDeleters& q = pending;
+#endif
   if (q.depth >= kMaxNesting - 1) [[unlikely]] {
     run_deep(obj, q);
     return;

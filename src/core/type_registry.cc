@@ -8,20 +8,26 @@
 #include <array>
 #include <atomic>
 #include <memory>
-#include <mutex>
-#include <shared_mutex>
 #include <sstream>
 #include <string>
 #include <unordered_map>
+
+#include "chanflow/core/detail/locks.h"
 
 namespace chanflow {
 
 struct TypeRegistry::State {
   std::array<std::atomic<const TypeInfo*>, kMaxTypeIndex> table{};
-  mutable std::shared_mutex mutex;
-  std::unordered_map<std::string, uint32_t> by_key;   // guarded by mutex
-  std::unordered_map<uint32_t, uint32_t> slots_used;  // guarded by mutex: parent -> used slots
-  uint32_t next_dynamic = TypeIndex::kStaticEnd;      // guarded by mutex
+  // Writers hold it exclusively, readers of the maps shared.
+  detail::SharedMutex mutex;
+  std::unordered_map<std::string, uint32_t> by_key CHANFLOW_GUARDED_BY(mutex);
+  std::unordered_map<uint32_t, uint32_t> slots_used CHANFLOW_GUARDED_BY(mutex);  // parent -> used
+  uint32_t next_dynamic CHANFLOW_GUARDED_BY(mutex) = TypeIndex::kStaticEnd;
+
+  // Makes `info`, fully built, visible to lock-free readers. Writers only.
+  void publish(TypeInfo* info) CHANFLOW_REQUIRES(mutex);
+  // The deepest ancestor of `parent` (or `parent` itself) that forbids overflow, or nullptr.
+  const TypeInfo* nearest_sealed_ancestor(const TypeInfo* parent) const CHANFLOW_REQUIRES(mutex);
 };
 
 TypeRegistry& TypeRegistry::global() {
@@ -36,30 +42,29 @@ TypeRegistry& TypeRegistry::global() {
 TypeRegistry::TypeRegistry() : state_(new State()) {
   auto* root =
       new TypeInfo{TypeIndex::kObject, TypeIndex::kObject, 0, 0, true, false, "Object", {}, {}};
-  publish(root);
+  detail::LockGuard lock(state_->mutex);  // uncontended: the registry is not shared yet
+  state_->publish(root);
   state_->by_key.emplace(root->key, root->index);
 }
 
-void TypeRegistry::publish(TypeInfo* info) {
+void TypeRegistry::State::publish(TypeInfo* info) {
   info->ancestry = detail::TypeAncestry{info->depth, info->ancestors.data()};
   // Release: a reader that sees the pointer sees the fully built, never again modified info.
   detail::g_type_ancestry[info->index].store(&info->ancestry, std::memory_order_release);
-  state_->table[info->index].store(info, std::memory_order_release);
+  table[info->index].store(info, std::memory_order_release);
 }
 
-// The deepest ancestor of `parent` (or `parent` itself) that forbids overflow, or nullptr. Called
-// with the write lock held.
-const TypeInfo* TypeRegistry::nearest_sealed_ancestor(const TypeInfo* parent) const {
+const TypeInfo* TypeRegistry::State::nearest_sealed_ancestor(const TypeInfo* parent) const {
   if (!parent->child_slots_can_overflow) return parent;
   for (auto it = parent->ancestors.rbegin(); it != parent->ancestors.rend(); ++it) {
-    const TypeInfo* a = state_->table[*it].load(std::memory_order_relaxed);
+    const TypeInfo* a = table[*it].load(std::memory_order_relaxed);
     if (!a->child_slots_can_overflow) return a;
   }
   return nullptr;
 }
 
 uint32_t TypeRegistry::register_type(const detail::TypeSpec& spec) {
-  std::unique_lock lock(state_->mutex);
+  detail::LockGuard lock(state_->mutex);
   const std::string key(spec.key);
   if (auto it = state_->by_key.find(key); it != state_->by_key.end()) {
     const TypeInfo* existing = state_->table[it->second].load(std::memory_order_relaxed);
@@ -101,7 +106,7 @@ uint32_t TypeRegistry::register_type(const detail::TypeSpec& spec) {
       CHANFLOW_THROW(Error) << "type registry: parent '" << parent->key << "' has all its "
                             << parent->child_slots << " child slots taken and forbids overflow; "
                             << "cannot register '" << key << "'";
-    } else if (const TypeInfo* sealed = nearest_sealed_ancestor(parent)) {
+    } else if (const TypeInfo* sealed = state_->nearest_sealed_ancestor(parent)) {
       // The parent allows overflow but an ancestor does not: is_instance<Sealed> is a range
       // compare and nothing else, so every descendant of `sealed` must sit inside its range.
       // Take the next free span of its slots. The index is still above the parent's (and above
@@ -137,7 +142,7 @@ uint32_t TypeRegistry::register_type(const detail::TypeSpec& spec) {
                             {}};
   info->ancestors.push_back(parent->index);
   state_->by_key.emplace(key, index);
-  publish(info);
+  state_->publish(info);
   return index;
 }
 
@@ -147,7 +152,7 @@ const TypeInfo* TypeRegistry::find(uint32_t index) const noexcept {
 }
 
 std::optional<uint32_t> TypeRegistry::index_of(std::string_view key) const {
-  std::shared_lock lock(state_->mutex);
+  detail::SharedLockGuard lock(state_->mutex);
   auto it = state_->by_key.find(std::string(key));
   if (it == state_->by_key.end()) return std::nullopt;
   return it->second;
@@ -160,12 +165,12 @@ bool TypeRegistry::is_descendant(uint32_t child, uint32_t ancestor) const noexce
 }
 
 size_t TypeRegistry::size() const {
-  std::shared_lock lock(state_->mutex);
+  detail::SharedLockGuard lock(state_->mutex);
   return state_->by_key.size();
 }
 
 std::string TypeRegistry::dump() const {
-  std::shared_lock lock(state_->mutex);
+  detail::SharedLockGuard lock(state_->mutex);
   std::unordered_map<uint32_t, std::vector<uint32_t>> children;
   for (const auto& [key, index] : state_->by_key) {
     const TypeInfo* info = state_->table[index].load(std::memory_order_relaxed);

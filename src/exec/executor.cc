@@ -65,12 +65,12 @@ Scheduler& Executor::scheduler() const {
 std::shared_ptr<const PreparedProgram> Executor::prepared(const Program& program) {
   if (!program.defined()) CHANFLOW_THROW(ProgramError) << "run: the program is null";
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    detail::LockGuard lock(mu_);
     auto it = cache_.find(program.get());
     if (it != cache_.end()) return it->second.second;
   }
   std::shared_ptr<const PreparedProgram> p = exec_detail::prepare_program(program);
-  std::lock_guard<std::mutex> lock(mu_);
+  detail::LockGuard lock(mu_);
   if (cache_.size() >= 64) cache_.clear();
   cache_.emplace(program.get(), std::make_pair(program, p));
   return p;
@@ -212,7 +212,12 @@ Scope Executor::run_impl(const Context& ctx, const Program& program,
   // happens before wait() returned (release / acquire), so this load sees it.
   CHANFLOW_CHECK(rs.use_count() == 1)
       << "Executor::run: a go thread still holds the run's state after the last wg.done()";
-  if (rs->first) std::rethrow_exception(rs->first);
+  std::exception_ptr error;
+  {
+    detail::LockGuard lock(rs->mu);  // uncontended: rs is ours alone
+    error = rs->first;
+  }
+  if (error) std::rethrow_exception(error);
   return root;
 }
 
@@ -275,7 +280,7 @@ void append_format(std::string& out, const char* format, A... args) {
 std::string Executor::trace_events_json(int64_t origin_ns) const {
   if (!trace_) return "[]";
   auto us = [origin_ns](int64_t ns) { return static_cast<double>(ns - origin_ns) / 1000.0; };
-  std::lock_guard<std::mutex> lock(trace_->mu);
+  detail::LockGuard lock(trace_->mu);
   std::string out = "[";
   for (const auto& [id, name] : trace_->names) {
     append_format(out, R"({"name":"thread_name","ph":"M","pid":2,"tid":%lld,"args":{"name":)",

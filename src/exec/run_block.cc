@@ -77,7 +77,7 @@ void run_block(RunState& rs, int32_t b, ScopeObj* scope, ThreadRecord* thread) {
         throw_if_canceled(rs);
         const int64_t t0 = trace_now_ns();
         op->run(*op, f);
-        rs.trace->record(rs, *thread, *op, t0, trace_now_ns());
+        rs.record_op(*thread, *op, t0, trace_now_ns());
       }
     }
   } catch (const detail::FiberUnwind&) {
@@ -89,7 +89,7 @@ void run_block(RunState& rs, int32_t b, ScopeObj* scope, ThreadRecord* thread) {
 
 void RunState::fail(const std::exception_ptr& e) {
   {
-    std::lock_guard<std::mutex> lock(mu);
+    detail::LockGuard lock(mu);
     if (!first) {
       bool consequence = false;
       try {
@@ -122,7 +122,7 @@ void RunState::fail(const std::exception_ptr& e) {
 
 ThreadRecord* RunState::add_thread(std::string name) {
   static std::atomic<int64_t> next_id{1};
-  std::lock_guard<std::mutex> lock(mu);
+  detail::LockGuard lock(mu);
   threads.emplace_back();
   ThreadRecord* t = &threads.back();
   t->self = std::prev(threads.end());
@@ -135,12 +135,12 @@ void RunState::remove_thread(ThreadRecord* t) {
   if (trace != nullptr && t->trace_dropped != 0) {
     trace->dropped.fetch_add(t->trace_dropped, std::memory_order_relaxed);
   }
-  std::lock_guard<std::mutex> lock(mu);
+  detail::LockGuard lock(mu);
   threads.erase(t->self);
 }
 
 std::string RunState::describe_waiting() {
-  std::lock_guard<std::mutex> lock(mu);
+  detail::LockGuard lock(mu);
   return describe_locked();
 }
 
@@ -162,28 +162,28 @@ std::string RunState::describe_locked() {
   return os.str();
 }
 
-void OpTrace::record(RunState& rs, ThreadRecord& thread, const PreparedOp& op, int64_t t0,
-                     int64_t t1) {
-  if (full.load(std::memory_order_relaxed)) {
+void RunState::record_op(ThreadRecord& thread, const PreparedOp& op, int64_t t0, int64_t t1) {
+  if (trace->full.load(std::memory_order_relaxed)) {
     ++thread.trace_dropped;
     return;
   }
-  std::lock_guard<std::mutex> lock(mu);
+  detail::LockGuard lock(trace->mu);
   const auto need = static_cast<int64_t>(thread.trace_named ? 1 : 2);  // its name, once
-  if (max_events > 0 && static_cast<int64_t>(events.size() + names.size()) + need > max_events) {
-    full.store(true, std::memory_order_relaxed);
+  if (trace->max_events > 0 &&
+      static_cast<int64_t>(trace->events.size() + trace->names.size()) + need > trace->max_events) {
+    trace->full.store(true, std::memory_order_relaxed);
     ++thread.trace_dropped;
     return;
   }
   if (!thread.trace_named) {
-    names.emplace_back(thread.trace_id, thread.name);
+    trace->names.emplace_back(thread.trace_id, thread.name);
     thread.trace_named = true;
   }
-  if (!rs.trace_kept_program) {
-    keep.push_back(rs.prog_owner);
-    rs.trace_kept_program = true;
+  if (!trace_kept_program) {
+    trace->keep.push_back(prog_owner);
+    trace_kept_program = true;
   }
-  events.push_back(OpEvent{thread.trace_id, op.block, op.index, &op.type, t0, t1});
+  trace->events.push_back(OpEvent{thread.trace_id, op.block, op.index, &op.type, t0, t1});
 }
 
 // ---- helpers shared by kernels ------------------------------------------------------------

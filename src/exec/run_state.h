@@ -8,10 +8,10 @@
 #include <exception>
 #include <list>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "chanflow/core/detail/locks.h"
 #include "chanflow/runtime/context.h"
 #include "chanflow/runtime/scheduler.h"
 #include "chanflow/runtime/wait_group.h"
@@ -43,22 +43,20 @@ struct OpEvent {
 // The op events an Executor keeps for trace_events_json(), over all its runs, bounded by
 // ExecutorOptions::max_trace_events: the events and the thread names they need count, and past
 // the bound an event is only counted (in `dropped`), never stored, so a traced run that never
-// ends holds a fixed amount of memory. Thread-safe.
+// ends holds a fixed amount of memory. Thread-safe: RunState::record_op adds to it.
 struct OpTrace {
   explicit OpTrace(int64_t max) : max_events(max) {}
-
-  // Keeps the event of `op`, run by `thread` of `rs` from t0 to t1, or counts it as dropped.
-  void record(RunState& rs, ThreadRecord& thread, const PreparedOp& op, int64_t t0, int64_t t1);
 
   const int64_t max_events;  // 0: unbounded
   // Set once the bound is reached, so later events are counted without the lock. Relaxed: a
   // recorder that reads false takes mu and checks the bound again.
   std::atomic<bool> full{false};
   std::atomic<int64_t> dropped{0};  // relaxed: a count read after the runs it counts
-  std::mutex mu;
-  std::vector<OpEvent> events;
-  std::vector<std::pair<int64_t, std::string>> names;
-  std::vector<std::shared_ptr<const PreparedProgram>> keep;  // events point at op type strings
+  detail::Mutex mu;
+  std::vector<OpEvent> events CHANFLOW_GUARDED_BY(mu);
+  std::vector<std::pair<int64_t, std::string>> names CHANFLOW_GUARDED_BY(mu);
+  // The programs of the runs with events here: events point at their op type strings.
+  std::vector<std::shared_ptr<const PreparedProgram>> keep CHANFLOW_GUARDED_BY(mu);
 };
 
 struct RunState : std::enable_shared_from_this<RunState> {
@@ -80,7 +78,7 @@ struct RunState : std::enable_shared_from_this<RunState> {
   Context ctx;
   const std::atomic<bool>& canceled;
   OpTrace* trace;
-  bool trace_kept_program = false;  // guarded by trace->mu
+  bool trace_kept_program CHANFLOW_GUARDED_BY(trace->mu) = false;  // prog_owner is in trace->keep
   WaitGroup wg;
   std::atomic<int64_t> go_count{0};
   // Limits (ExecutorOptions): max_threads 0 is unlimited; budget is null when max_memory_bytes
@@ -89,9 +87,10 @@ struct RunState : std::enable_shared_from_this<RunState> {
   std::atomic<int64_t> live_go{0};
   std::unique_ptr<MemoryBudget> budget;
 
-  std::mutex mu;
-  std::exception_ptr first;
-  std::list<ThreadRecord> threads;  // live threads of control (stable addresses)
+  detail::Mutex mu;
+  std::exception_ptr first CHANFLOW_GUARDED_BY(mu);
+  // Live threads of control (stable addresses).
+  std::list<ThreadRecord> threads CHANFLOW_GUARDED_BY(mu);
 
   // Records e as the run's error if it is the first, then cancels every other thread. A
   // CanceledError that follows from the run's context being canceled is a consequence, not an
@@ -103,9 +102,12 @@ struct RunState : std::enable_shared_from_this<RunState> {
   void remove_thread(ThreadRecord* t);
   // "block 0, op 5 ('channel_recv') on the calling thread; ..." for every live thread.
   std::string describe_waiting();
+  // Keeps the event of `op`, run by `thread` from t0 to t1, in `trace` (not null), or counts it
+  // as dropped.
+  void record_op(ThreadRecord& thread, const PreparedOp& op, int64_t t0, int64_t t1);
 
  private:
-  std::string describe_locked();  // mu held
+  std::string describe_locked() CHANFLOW_REQUIRES(mu);
 };
 
 inline int64_t trace_now_ns() {

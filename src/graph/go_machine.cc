@@ -49,10 +49,10 @@
 #include <atomic>
 #include <chrono>
 #include <fstream>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <span>
 
+#include "chanflow/core/detail/locks.h"
 #include "chanflow/core/detail/spinlock.h"
 #include "chanflow/runtime/chan.h"
 #include "chanflow/runtime/detail/block_hook.h"
@@ -104,8 +104,8 @@ struct NodeState {
   uint32_t expected = 1;       // arrivals per run: operand count, or 1 (the kick) for sources
   Pending* pending = nullptr;  // per slot
   std::span<Tensor> out;       // per slot: the node's value in that slot's latest run
-  SpinLock trace_mu;           // guards trace (two slots' runs may record at once)
-  std::vector<TraceEvent> trace;
+  SpinLock trace_mu;           // two slots' runs may record at once
+  std::vector<TraceEvent> trace CHANFLOW_GUARDED_BY(trace_mu);
 };
 
 // Per slot: one run (or stream item) in flight.
@@ -117,8 +117,16 @@ struct RunState {
   std::atomic<int64_t> remaining{0};
   std::atomic<bool> aborted{false};    // a node failed or the context ended: skip the ops
   std::atomic<bool> cancelled{false};  // some op was skipped or interrupted by the context
-  std::mutex mu;
-  std::vector<MachineError::Failure> failures;  // guarded by mu
+  Mutex mu;
+  // Appended to by the run's nodes (fail()).
+  std::vector<MachineError::Failure> failures CHANFLOW_GUARDED_BY(mu);
+
+  // `failures` for the machine's owner while no node of this run can fail: before begin() hands
+  // the run to a runner, or once its completion came through `done` (the channel orders every
+  // append before). Not analysed: that ordering is not a lock. Saves two lock round trips a run.
+  std::vector<MachineError::Failure>& failures_between_runs() CHANFLOW_NO_THREAD_SAFETY_ANALYSIS {
+    return failures;
+  }
 };
 
 // A node whose operands for `slot` are complete, owned by the runner holding it.
@@ -152,7 +160,7 @@ struct GoMachineImpl {
   WaitGroup runners;    // live runner green threads (close and the destructor wait for them)
   // The shared stack of ready nodes (see "Sharing" above), and its size as a lock-free hint.
   SpinLock spill_mu;
-  std::vector<Ready> spill;  // guarded by spill_mu
+  std::vector<Ready> spill CHANFLOW_GUARDED_BY(spill_mu);
   std::atomic<std::size_t> spill_size{0};
   std::atomic<int> tickets{0};  // tickets spawned and not started yet
   std::atomic<bool> busy{false};
@@ -256,7 +264,7 @@ void GoMachineImpl::spawn_runner(std::vector<Ready> work, bool ticket) {
 // idle), and spawns a ticket unless one is on its way.
 void GoMachineImpl::share(Runner& self) {
   {
-    std::lock_guard<SpinLock> lock(spill_mu);
+    LockGuard lock(spill_mu);
     spill.insert(spill.end(), self.ready.begin(), self.ready.end());
     spill_size.store(spill.size(), std::memory_order_relaxed);
   }
@@ -271,7 +279,7 @@ bool GoMachineImpl::refill(Runner& self) {
   if (spill_size.load(std::memory_order_relaxed) == 0) return false;
   std::size_t left = 0;
   {
-    std::lock_guard<SpinLock> lock(spill_mu);
+    LockGuard lock(spill_mu);
     const std::size_t n = spill.size();
     if (n == 0) return false;
     const std::size_t take = (n + 1) / 2;
@@ -369,7 +377,7 @@ void GoMachineImpl::run_on_caller(std::vector<Ready> work) {
 
 void GoMachineImpl::fail(RunState& r, const NodeData& n, std::exception_ptr e) {
   {
-    std::lock_guard<std::mutex> lock(r.mu);
+    LockGuard lock(r.mu);
     r.failures.push_back(failure_of(n, std::move(e)));
   }
   r.aborted.store(true, std::memory_order_release);
@@ -465,7 +473,7 @@ void GoMachineImpl::process(Runner& self, NodeState* n, uint32_t slot) {
   // State "end".
   if (r.trace) {
     const int64_t end_ns = now_ns();
-    std::lock_guard<SpinLock> lock(n->trace_mu);
+    LockGuard lock(n->trace_mu);
     n->trace.push_back({r.seq, TraceState::kWaiting, waiting_ns != 0 ? waiting_ns : computing_ns});
     n->trace.push_back({r.seq, TraceState::kComputing, computing_ns});
     n->trace.push_back({r.seq, TraceState::kEmitting, emitting_ns});
@@ -480,7 +488,7 @@ std::vector<Ready> GoMachineImpl::begin(uint32_t slot, const Context& ctx,
   r.ctx_done = r.ctx.done();
   r.seq = next_seq++;
   r.trace = tracing;
-  r.failures.clear();
+  r.failures_between_runs().clear();
   r.aborted.store(false, std::memory_order_relaxed);
   r.cancelled.store(false, std::memory_order_relaxed);
   r.remaining.store(size, std::memory_order_release);
@@ -535,17 +543,17 @@ void GoMachineImpl::drain() {
     CHANFLOW_CHECK(got.has_value()) << "GoMachine: done channel closed";
     --outstanding;
     runs[*got].ctx.cancel();
-    runs[*got].failures.clear();
+    runs[*got].failures_between_runs().clear();
   }
 }
 
 bool GoMachineImpl::run_failed(RunState& r) const {
-  return !r.failures.empty() || r.cancelled.load(std::memory_order_relaxed);
+  return !r.failures_between_runs().empty() || r.cancelled.load(std::memory_order_relaxed);
 }
 
 void GoMachineImpl::throw_run_error(RunState& r) {
-  std::vector<MachineError::Failure> failures = std::move(r.failures);
-  r.failures.clear();
+  std::vector<MachineError::Failure> failures = std::move(r.failures_between_runs());
+  r.failures_between_runs().clear();
   std::exception_ptr ctx_err = r.ctx.err();
   r.ctx.cancel();
   if (!failures.empty()) {
@@ -797,7 +805,10 @@ void GoMachine::set_tracing(bool on) {
 
 void GoMachine::clear_trace() {
   impl_->drain();  // an abandoned run's nodes may still be recording
-  for (detail::NodeState& n : impl_->node_span()) n.trace.clear();
+  for (detail::NodeState& n : impl_->node_span()) {
+    detail::LockGuard lock(n.trace_mu);  // uncontended: drained
+    n.trace.clear();
+  }
 }
 
 std::string GoMachine::trace_json() const {
@@ -810,7 +821,8 @@ std::string GoMachine::trace_json() const {
                     {"tid", 0},
                     {"args", {{"name", "chanflow GoMachine"}}}});
   static const char* kNames[] = {"waiting for input", "computing", "emitting output", "end"};
-  for (const detail::NodeState& n : m.node_span()) {
+  for (detail::NodeState& n : m.node_span()) {
+    detail::LockGuard lock(n.trace_mu);  // uncontended: drained
     const int64_t tid = n.data->id + 1;
     events.push_back({{"name", "thread_name"},
                       {"ph", "M"},

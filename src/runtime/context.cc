@@ -2,9 +2,9 @@
 #include "chanflow/runtime/context.h"
 
 #include <algorithm>
-#include <mutex>
 #include <vector>
 
+#include "chanflow/core/detail/locks.h"
 #include "chanflow/core/error.h"
 #include "timer.h"
 
@@ -12,42 +12,41 @@ namespace chanflow::detail {
 
 struct ContextImpl {
   // Lock order: an ancestor's mu before a descendant's (cancel walks down holding both).
-  std::mutex mu;
+  Mutex mu;
   Chan<Unit> done;  // nil for background
-  std::exception_ptr err;
+  std::exception_ptr err CHANFLOW_GUARDED_BY(mu);
   // Set with err, for pollers (context_done_flag). Relaxed: it carries no data; a poller that
   // sees it reads err under mu.
   std::atomic<bool> done_flag{false};
   std::shared_ptr<ContextImpl> parent;
-  std::vector<ContextImpl*> children;
+  std::vector<ContextImpl*> children CHANFLOW_GUARDED_BY(mu);
   std::optional<Clock::time_point> deadline;
   struct DeadlineTimer : TimerEntry {
     ContextImpl* owner = nullptr;
   } timer;
-  bool timer_armed = false;
+  bool timer_armed CHANFLOW_GUARDED_BY(mu) = false;
 
   ~ContextImpl() {
     if (timer_armed) timer_remove(&timer);
     if (parent) {
-      std::lock_guard<std::mutex> g(parent->mu);
+      LockGuard g(parent->mu);
       auto& c = parent->children;
       c.erase(std::remove(c.begin(), c.end(), this), c.end());
     }
   }
 
-  // mu held by the caller for this node.
-  void cancel_locked(const std::exception_ptr& e) {
+  void cancel_locked(const std::exception_ptr& e) CHANFLOW_REQUIRES(mu) {
     if (err) return;
     err = e;
     done_flag.store(true, std::memory_order_relaxed);
     done.close();
     for (ContextImpl* child : children) {
-      std::lock_guard<std::mutex> g(child->mu);
+      LockGuard g(child->mu);
       child->cancel_locked(e);
     }
   }
   void cancel(const std::exception_ptr& e) {
-    std::lock_guard<std::mutex> g(mu);
+    LockGuard g(mu);
     cancel_locked(e);
   }
 };
@@ -66,7 +65,7 @@ std::shared_ptr<ContextImpl> make_child(const Context& parent,
   impl->deadline = deadline;
   std::exception_ptr parent_err;
   if (impl->parent) {
-    std::lock_guard<std::mutex> g(impl->parent->mu);
+    LockGuard g(impl->parent->mu);
     if (impl->parent->err) {
       parent_err = impl->parent->err;
     } else {
@@ -92,7 +91,7 @@ Context background() {
 Chan<Unit> Context::done() const { return impl_->done; }
 
 std::exception_ptr Context::err() const {
-  std::lock_guard<std::mutex> g(impl_->mu);
+  detail::LockGuard g(impl_->mu);
   return impl_->err;
 }
 
@@ -123,7 +122,7 @@ Context with_deadline(const Context& parent, Clock::time_point t) {
     impl->cancel(std::make_exception_ptr(DeadlineExceededError("context deadline exceeded")));
     return Context(impl);
   }
-  std::lock_guard<std::mutex> g(impl->mu);
+  detail::LockGuard g(impl->mu);
   if (!impl->err) {
     impl->timer.owner = impl.get();
     impl->timer.when = t;

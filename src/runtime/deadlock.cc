@@ -10,9 +10,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 #include <sstream>
 
+#include "chanflow/core/detail/locks.h"
 #include "chanflow/runtime/detail/chan_base.h"
 #include "chanflow/runtime/external_waiter.h"
 #include "scheduler_impl.h"
@@ -24,12 +24,13 @@ void poke_os_waiter(Parker* p) noexcept;  // park.cc
 
 namespace {
 
-std::mutex g_mu;
-SchedulerImpl* g_scheds = nullptr;
-Parker* g_os_waiters = nullptr;
+// The registry of schedulers and OS waiters, and the thread counts of the deadlock condition.
+detail::Mutex g_mu;
+SchedulerImpl* g_scheds CHANFLOW_GUARDED_BY(g_mu) = nullptr;
+Parker* g_os_waiters CHANFLOW_GUARDED_BY(g_mu) = nullptr;
 std::atomic<int> g_os_waiter_count{0};
-long g_total_workers = 0;     // guarded by g_mu
-long g_external_waiters = 0;  // ScopedExternalWaiter threads; guarded by g_mu
+long g_total_workers CHANFLOW_GUARDED_BY(g_mu) = 0;
+long g_external_waiters CHANFLOW_GUARDED_BY(g_mu) = 0;  // ScopedExternalWaiter threads
 std::atomic<void (*)()> g_check_hook{nullptr};
 
 long process_threads() noexcept {
@@ -57,7 +58,7 @@ long process_threads() noexcept {
 
 // Threads that existed before main (main itself excluded): sanitizer or BLAS helpers. They never
 // wake a chanflow waiter.
-long g_baseline_others = 0;
+long g_baseline_others CHANFLOW_GUARDED_BY(g_mu) = 0;
 #if defined(__SANITIZE_THREAD__)
 void* no_op_thread(void* /*arg*/) { return nullptr; }
 #endif
@@ -70,6 +71,7 @@ __attribute__((constructor)) void record_baseline() {
   if (pthread_create(&t, nullptr, &no_op_thread, nullptr) == 0) pthread_join(t, nullptr);
 #endif
   long n = process_threads();
+  LockGuard lock(g_mu);  // uncontended (before main), for the analysis
   g_baseline_others = n > 0 ? n - 1 : 0;
 }
 
@@ -86,7 +88,7 @@ struct Snapshot {
 
 // False as soon as the snapshot shows a green thread runnable or a timer pending. Allocates
 // nothing (deadlock_poke is noexcept).
-bool take_quiet_snapshot(Snapshot& s) {
+bool take_quiet_snapshot(Snapshot& s) CHANFLOW_REQUIRES(g_mu) {
   s = Snapshot{};
   // Timers are read before and after the green threads: a sleeping green thread adds its timer
   // before its park is counted, and a firing timer counts the wake-up before it stops being
@@ -106,8 +108,6 @@ bool take_quiet_snapshot(Snapshot& s) {
   return true;
 }
 
-// g_mu held.
-//
 // The thread count cannot be read at the same instant as the counters. So the counters are read
 // twice, around it, and must not change: the counters only grow, so equal readings mean no green
 // thread ran and no OS waiter was woken in between (none can start or stop waiting: g_mu). A
@@ -115,7 +115,7 @@ bool take_quiet_snapshot(Snapshot& s) {
 // reading; one alive at the count is counted; and nothing that is parked through both readings
 // can have started a thread in between. Otherwise a thread that cancels a context and exits
 // right after the first reading makes a run that is being woken look deadlocked.
-DeadlockState condition_locked() {
+DeadlockState condition_locked() CHANFLOW_REQUIRES(g_mu) {
   if (g_os_waiter_count.load(std::memory_order_seq_cst) == 0) return DeadlockState::kNo;
   Snapshot before;
   if (!take_quiet_snapshot(before)) return DeadlockState::kNo;
@@ -182,7 +182,7 @@ void set_deadlock_check_hook(void (*fn)()) noexcept {
 }
 
 void deadlock_register_scheduler(SchedulerImpl* s) {
-  std::lock_guard<std::mutex> lock(g_mu);
+  LockGuard lock(g_mu);
   s->next_sched = g_scheds;
   s->prev_sched = nullptr;
   if (g_scheds != nullptr) g_scheds->prev_sched = s;
@@ -191,7 +191,7 @@ void deadlock_register_scheduler(SchedulerImpl* s) {
 }
 
 void deadlock_unregister_scheduler(SchedulerImpl* s) {
-  std::lock_guard<std::mutex> lock(g_mu);
+  LockGuard lock(g_mu);
   if (s->prev_sched != nullptr) {
     s->prev_sched->next_sched = s->next_sched;
   } else {
@@ -202,7 +202,7 @@ void deadlock_unregister_scheduler(SchedulerImpl* s) {
 }
 
 void os_waiter_add(Parker* p) {
-  std::lock_guard<std::mutex> lock(g_mu);
+  LockGuard lock(g_mu);
   p->prev_os = nullptr;
   p->next_os = g_os_waiters;
   if (g_os_waiters != nullptr) g_os_waiters->prev_os = p;
@@ -211,7 +211,7 @@ void os_waiter_add(Parker* p) {
 }
 
 void os_waiter_remove(Parker* p) {
-  std::lock_guard<std::mutex> lock(g_mu);
+  LockGuard lock(g_mu);
   if (p->prev_os != nullptr) {
     p->prev_os->next_os = p->next_os;
   } else {
@@ -224,13 +224,13 @@ void os_waiter_remove(Parker* p) {
 
 void deadlock_poke() noexcept {
   if (g_os_waiter_count.load(std::memory_order_seq_cst) == 0) return;
-  std::lock_guard<std::mutex> lock(g_mu);
+  LockGuard lock(g_mu);
   if (condition_locked() == DeadlockState::kNo) return;
   for (Parker* p = g_os_waiters; p != nullptr; p = p->next_os) poke_os_waiter(p);
 }
 
 DeadlockState deadlock_check_and_cancel(Parker* p, std::string* report) {
-  std::lock_guard<std::mutex> lock(g_mu);
+  LockGuard lock(g_mu);
   DeadlockState d = condition_locked();
   if (d != DeadlockState::kYes) return d;
   // A scheduler draining is not a user call that can fail: it unwinds what is left instead,
@@ -264,7 +264,7 @@ namespace chanflow {
 
 ScopedExternalWaiter::ScopedExternalWaiter() {
   {
-    std::lock_guard<std::mutex> lock(detail::g_mu);
+    detail::LockGuard lock(detail::g_mu);
     ++detail::g_external_waiters;
   }
   // Waiters that saw this thread as a foreign one recheck now instead of at their next poll.
@@ -272,12 +272,12 @@ ScopedExternalWaiter::ScopedExternalWaiter() {
 }
 
 ScopedExternalWaiter::~ScopedExternalWaiter() {
-  std::lock_guard<std::mutex> lock(detail::g_mu);
+  detail::LockGuard lock(detail::g_mu);
   --detail::g_external_waiters;
 }
 
 void count_preexisting_threads_as_plain(long n) noexcept {
-  std::lock_guard<std::mutex> lock(detail::g_mu);
+  detail::LockGuard lock(detail::g_mu);
   detail::g_baseline_others = std::max(0L, detail::g_baseline_others - std::max(0L, n));
 }
 

@@ -9,7 +9,7 @@ Group::~Group() = default;
 
 void Group::State::fail(std::exception_ptr e) {
   {
-    std::lock_guard<std::mutex> g(mu);
+    detail::LockGuard g(mu);
     if (!first) first = std::move(e);
   }
   ctx.cancel();
@@ -20,7 +20,7 @@ void Group::wait() {
   state_->ctx.cancel();
   std::exception_ptr e;
   {
-    std::lock_guard<std::mutex> g(state_->mu);
+    detail::LockGuard g(state_->mu);
     e = state_->first;
   }
   if (e) std::rethrow_exception(e);

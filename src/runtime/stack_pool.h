@@ -13,9 +13,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <vector>
 
+#include "chanflow/core/detail/locks.h"
 #include "chanflow/runtime/scheduler.h"
 
 namespace chanflow::detail {
@@ -81,7 +81,7 @@ class StackPool {
   // Holds the pool's lock; the caller must know the owners cannot go away meanwhile.
   template <typename F>
   void for_each_owner(F&& fn) {
-    std::lock_guard<std::mutex> lock(mu_);
+    LockGuard lock(mu_);
     for (const Chunk& c : chunks_) {
       for (std::size_t i = 0; i < c.slots; ++i) {
         if (void* o = c.owners[i].load(std::memory_order_acquire)) fn(o);
@@ -99,24 +99,27 @@ class StackPool {
   std::size_t slot_size(const StackSlot& s) const noexcept { return usable_ + s.guard; }
 
  private:
-  void grow();  // maps one more chunk; called with mu_ held
-  // grow() with guard markers (Linux 6.13+); false if the kernel has none. mu_ held.
-  bool grow_marked();
-  // Moves up to n stacks to out (warm first, then fresh ones), mu_ held. Returns how many, and
-  // how many of them (the last ones) are fresh: their canary is not written yet.
-  std::size_t take_locked(StackSlot* out, std::size_t n, std::size_t* fresh);
+  void grow() CHANFLOW_REQUIRES(mu_);  // maps one more chunk
+  // grow() with guard markers (Linux 6.13+); false if the kernel has none.
+  bool grow_marked() CHANFLOW_REQUIRES(mu_);
+  // Moves up to n stacks to out (warm first, then fresh ones). Returns how many, and how many of
+  // them (the last ones) are fresh: their canary is not written yet.
+  std::size_t take_locked(StackSlot* out, std::size_t n, std::size_t* fresh) CHANFLOW_REQUIRES(mu_);
 
   std::size_t usable_;
   std::size_t page_;
   StackGuard mode_;
-  std::mutex mu_;
-  std::size_t total_slots_ = 0;  // in all chunks; free_ and warm_ reserve this much
-  std::vector<StackSlot> free_;  // never used or trimmed: pages not resident
-  std::vector<StackSlot> warm_;  // released stacks, LIFO: the hottest is reused first
+  Mutex mu_;
+  // In all chunks; free_ and warm_ reserve this much.
+  std::size_t total_slots_ CHANFLOW_GUARDED_BY(mu_) = 0;
+  // Never used or trimmed: pages not resident.
+  std::vector<StackSlot> free_ CHANFLOW_GUARDED_BY(mu_);
+  // Released stacks, LIFO: the hottest is reused first.
+  std::vector<StackSlot> warm_ CHANFLOW_GUARDED_BY(mu_);
   std::atomic<std::size_t> warm_count_{0};
-  // warm_[0, low_water_) were not acquired since trim_epoch_ns_ (guarded by mu_).
-  std::size_t low_water_ = 0;
-  int64_t trim_epoch_ns_ = 0;
+  // warm_[0, low_water_) were not acquired since trim_epoch_ns_.
+  std::size_t low_water_ CHANFLOW_GUARDED_BY(mu_) = 0;
+  int64_t trim_epoch_ns_ CHANFLOW_GUARDED_BY(mu_) = 0;
   struct Chunk {
     char* base;
     std::size_t bytes;
@@ -125,9 +128,10 @@ class StackPool {
     std::size_t slots;
     std::unique_ptr<std::atomic<void*>[]> owners;  // one per slot, null while unused
   };
-  // Registers a chunk of n slots of `slot` bytes at base and queues its slots as free. mu_ held.
-  void add_chunk(char* base, std::size_t n, std::size_t slot, std::size_t guard, bool guarded);
-  std::vector<Chunk> chunks_;
+  // Registers a chunk of n slots of `slot` bytes at base and queues its slots as free.
+  void add_chunk(char* base, std::size_t n, std::size_t slot, std::size_t guard, bool guarded)
+      CHANFLOW_REQUIRES(mu_);
+  std::vector<Chunk> chunks_ CHANFLOW_GUARDED_BY(mu_);
 };
 
 // The green thread's task header sits at the top of its slot: the overflow handler finds it from a

@@ -7,12 +7,12 @@
 #include <fstream>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string_view>
 #include <vector>
 
+#include "chanflow/core/detail/locks.h"
 #include "chanflow/core/detail/spinlock.h"
 #include "chanflow/core/error.h"
 #include "task.h"
@@ -33,15 +33,15 @@ struct Event {
 
 struct ThreadBuffer {
   SpinLock lock;  // uncontended except while a reader renders
-  std::vector<Event> events;
-  std::vector<std::pair<uint64_t, std::string>> names;
+  std::vector<Event> events CHANFLOW_GUARDED_BY(lock);
+  std::vector<std::pair<uint64_t, std::string>> names CHANFLOW_GUARDED_BY(lock);
   // Events this thread may still keep (reserved from g_reserved), whether the recording's bound
   // is used up, and the events it did not keep.
-  std::size_t budget = 0;
-  bool exhausted = false;
-  std::size_t dropped = 0;
+  std::size_t budget CHANFLOW_GUARDED_BY(lock) = 0;
+  bool exhausted CHANFLOW_GUARDED_BY(lock) = false;
+  std::size_t dropped CHANFLOW_GUARDED_BY(lock) = 0;
 
-  void clear() {
+  void clear() CHANFLOW_REQUIRES(lock) {
     events.clear();
     names.clear();
     budget = 0;
@@ -50,8 +50,9 @@ struct ThreadBuffer {
   }
 };
 
-std::mutex g_buffers_mu;
-std::vector<std::shared_ptr<ThreadBuffer>>& buffers() {
+Mutex g_buffers_mu;
+// Every thread's buffer.
+std::vector<std::shared_ptr<ThreadBuffer>>& buffers() CHANFLOW_REQUIRES(g_buffers_mu) {
   static auto* const kBuffers = new std::vector<std::shared_ptr<ThreadBuffer>>();
   return *kBuffers;
 }
@@ -91,11 +92,11 @@ void trace_record_slow(TraceKind kind, const Task* t, int worker) noexcept {
   try {
     if (!t_local.buf) {
       t_local.buf = std::make_shared<ThreadBuffer>();
-      std::lock_guard<std::mutex> g(g_buffers_mu);
+      LockGuard g(g_buffers_mu);
       buffers().push_back(t_local.buf);
     }
     ThreadBuffer& b = *t_local.buf;
-    std::lock_guard<SpinLock> g(b.lock);
+    LockGuard g(b.lock);
     const uint64_t gen = g_generation.load(std::memory_order_acquire);
     if (t_local.generation != gen) {  // start() cleared the trace
       b.clear();
@@ -125,9 +126,9 @@ using detail::g_trace_enabled;
 
 void start(std::size_t max_events) {
   {
-    std::lock_guard<std::mutex> g(detail::g_buffers_mu);
+    detail::LockGuard g(detail::g_buffers_mu);
     for (auto& b : detail::buffers()) {
-      std::lock_guard<detail::SpinLock> bl(b->lock);
+      detail::LockGuard bl(b->lock);
       b->clear();
     }
   }
@@ -149,9 +150,9 @@ struct Snapshot {
 };
 Snapshot snapshot() {
   Snapshot s;
-  std::lock_guard<std::mutex> g(detail::g_buffers_mu);
+  detail::LockGuard g(detail::g_buffers_mu);
   for (auto& b : detail::buffers()) {
-    std::lock_guard<detail::SpinLock> bl(b->lock);
+    detail::LockGuard bl(b->lock);
     s.events.insert(s.events.end(), b->events.begin(), b->events.end());
     for (auto& [id, name] : b->names) s.names[id] = name;
     s.dropped += b->dropped;
@@ -166,9 +167,9 @@ std::size_t event_count() { return snapshot().events.size(); }
 
 std::size_t dropped_count() {
   std::size_t n = 0;
-  std::lock_guard<std::mutex> g(detail::g_buffers_mu);
+  detail::LockGuard g(detail::g_buffers_mu);
   for (auto& b : detail::buffers()) {
-    std::lock_guard<detail::SpinLock> bl(b->lock);
+    detail::LockGuard bl(b->lock);
     n += b->dropped;
   }
   return n;

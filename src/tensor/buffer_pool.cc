@@ -12,12 +12,12 @@
 #include <atomic>
 #include <bit>
 #include <cstdlib>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "chanflow/core/detail/env.h"
+#include "chanflow/core/detail/locks.h"
 #include "chanflow/core/detail/spinlock.h"
 #include "chanflow/core/error.h"
 #include "chanflow/tensor/buffer_cache.h"
@@ -79,8 +79,9 @@ InitialLimit initial_limit() noexcept {
 }
 
 struct alignas(64) FreeList {
-  std::mutex mu;
-  std::vector<void*> buffers;  // LIFO: the most recently freed (warmest) buffer is reused first
+  Mutex mu;
+  // LIFO: the most recently freed (warmest) buffer is reused first.
+  std::vector<void*> buffers CHANFLOW_GUARDED_BY(mu);
 };
 
 struct Pool {
@@ -90,8 +91,8 @@ struct Pool {
   std::atomic<int64_t> limit;
   // Non-empty while CHANFLOW_TENSOR_CACHE_BYTES is malformed and no set_tensor_cache_limit
   // replaced it; written only under setting_mu (read by allocations that miss, which take it).
-  std::mutex setting_mu;
-  std::string setting_error;
+  Mutex setting_mu;
+  std::string setting_error CHANFLOW_GUARDED_BY(setting_mu);
   std::atomic<bool> setting_bad{!setting_error.empty()};
 };
 
@@ -109,21 +110,21 @@ constexpr int64_t kThreadShare = 8;  // a thread holds at most limit / kThreadSh
 
 struct ThreadCache {
   SpinLock mu;
-  void* slots[kClasses][kThreadSlots] = {};
-  uint8_t count[kClasses] = {};
-  int64_t bytes = 0;  // idle bytes held
-  int64_t hits = 0;
-  int64_t misses = 0;
+  void* slots[kClasses][kThreadSlots] CHANFLOW_GUARDED_BY(mu) = {};
+  uint8_t count[kClasses] CHANFLOW_GUARDED_BY(mu) = {};
+  int64_t bytes CHANFLOW_GUARDED_BY(mu) = 0;  // idle bytes held
+  int64_t hits CHANFLOW_GUARDED_BY(mu) = 0;
+  int64_t misses CHANFLOW_GUARDED_BY(mu) = 0;
   ThreadCache();
   ~ThreadCache();
 };
 
 // Every live thread cache, and the counters of exited threads.
 struct Registry {
-  std::mutex mu;
-  std::vector<ThreadCache*> caches;
-  int64_t retired_hits = 0;
-  int64_t retired_misses = 0;
+  Mutex mu;
+  std::vector<ThreadCache*> caches CHANFLOW_GUARDED_BY(mu);
+  int64_t retired_hits CHANFLOW_GUARDED_BY(mu) = 0;
+  int64_t retired_misses CHANFLOW_GUARDED_BY(mu) = 0;
 };
 
 Registry& registry() noexcept {
@@ -144,7 +145,7 @@ thread_local bool t_cache_gone = false;  // set when this thread's cache was des
 
 ThreadCache::ThreadCache() {
   Registry& r = registry();
-  std::lock_guard<std::mutex> lock(r.mu);
+  LockGuard lock(r.mu);
   r.caches.push_back(this);
 }
 
@@ -152,7 +153,7 @@ ThreadCache::~ThreadCache() {
   t_cache_gone = true;
   {
     Registry& r = registry();
-    std::lock_guard<std::mutex> lock(r.mu);
+    LockGuard lock(r.mu);
     std::erase(r.caches, this);
     r.retired_hits += hits;
     r.retired_misses += misses;
@@ -194,9 +195,9 @@ void unpoison(void* p, int64_t n) noexcept {
 // left, else to malloc.
 void drain_thread_caches(int64_t keep) noexcept {
   Registry& r = registry();
-  std::lock_guard<std::mutex> lock(r.mu);
+  LockGuard lock(r.mu);
   for (ThreadCache* tc : r.caches) {
-    std::lock_guard<SpinLock> g(tc->mu);
+    LockGuard g(tc->mu);
     for (int c = 0; c < kClasses; ++c) {
       for (int i = 0; i < tc->count[c]; ++i) {
         void* p = tc->slots[c][i];
@@ -222,7 +223,7 @@ void shrink_to(int64_t keep) noexcept {
     const int64_t capacity = class_capacity(c);
     std::vector<void*> victims;
     {
-      std::lock_guard<std::mutex> lock(pl.lists[c].mu);
+      LockGuard lock(pl.lists[c].mu);
       std::vector<void*>& b = pl.lists[c].buffers;
       while (!b.empty() && pl.cached.load(std::memory_order_relaxed) > keep) {
         victims.push_back(b.back());
@@ -261,7 +262,7 @@ void put_shared(void* p, int64_t capacity) noexcept {
   poison(p, capacity);  // before it is visible to other threads
   FreeList& list = pl.lists[class_index(capacity)];
   try {
-    std::lock_guard<std::mutex> lock(list.mu);
+    LockGuard lock(list.mu);
     list.buffers.push_back(p);
   } catch (...) {  // the free list could not grow: free the buffer instead
     pl.cached.fetch_sub(capacity, std::memory_order_relaxed);
@@ -275,12 +276,12 @@ void put_shared(void* p, int64_t capacity) noexcept {
 // Counts a hit or a miss for the thread (or, after its cache is gone, for the exited threads).
 void count_outcome(ThreadCache* tc, bool hit) noexcept {
   if (tc != nullptr) {
-    std::lock_guard<SpinLock> g(tc->mu);
+    LockGuard g(tc->mu);
     ++(hit ? tc->hits : tc->misses);
     return;
   }
   Registry& r = registry();
-  std::lock_guard<std::mutex> lock(r.mu);
+  LockGuard lock(r.mu);
   ++(hit ? r.retired_hits : r.retired_misses);
 }
 
@@ -288,7 +289,7 @@ void* buffer_get(int64_t capacity) noexcept {
   const int c = class_index(capacity);
   ThreadCache* tc = thread_cache();
   if (tc != nullptr) {
-    std::lock_guard<SpinLock> g(tc->mu);
+    LockGuard g(tc->mu);
     if (tc->count[c] > 0) {
       void* p = tc->slots[c][--tc->count[c]];
       tc->bytes -= capacity;
@@ -301,7 +302,7 @@ void* buffer_get(int64_t capacity) noexcept {
   FreeList& list = pl.lists[c];
   void* p = nullptr;
   {
-    std::lock_guard<std::mutex> lock(list.mu);
+    LockGuard lock(list.mu);
     if (!list.buffers.empty()) {
       p = list.buffers.back();
       list.buffers.pop_back();
@@ -325,7 +326,7 @@ void buffer_put(void* p, int64_t capacity) noexcept {
   const int c = class_index(capacity);
   const int64_t room = pool().limit.load(std::memory_order_relaxed) / kThreadShare;
   if (ThreadCache* tc = thread_cache()) {
-    std::lock_guard<SpinLock> g(tc->mu);
+    LockGuard g(tc->mu);
     if (tc->count[c] < kThreadSlots && tc->bytes + capacity <= room) {
       poison(p, capacity);
       tc->slots[c][tc->count[c]++] = p;
@@ -338,7 +339,7 @@ void buffer_put(void* p, int64_t capacity) noexcept {
 
 std::string buffer_cache_setting_error() {
   Pool& pl = pool();
-  std::lock_guard<std::mutex> lock(pl.setting_mu);
+  LockGuard lock(pl.setting_mu);
   return pl.setting_error;
 }
 
@@ -352,11 +353,11 @@ TensorCacheStats tensor_cache_stats() noexcept {
   s.cached_bytes = pl.cached.load(std::memory_order_relaxed);
   s.limit = pl.limit.load(std::memory_order_relaxed);
   detail::Registry& r = detail::registry();
-  std::lock_guard<std::mutex> lock(r.mu);
+  detail::LockGuard lock(r.mu);
   s.hits = r.retired_hits;
   s.misses = r.retired_misses;
   for (detail::ThreadCache* tc : r.caches) {
-    std::lock_guard<detail::SpinLock> g(tc->mu);
+    detail::LockGuard g(tc->mu);
     s.hits += tc->hits;
     s.misses += tc->misses;
     s.cached_bytes += tc->bytes;
@@ -371,7 +372,7 @@ void set_tensor_cache_limit(int64_t bytes) {
   detail::Pool& pl = detail::pool();
   {
     // An explicit limit replaces the environment's, malformed or not.
-    std::lock_guard<std::mutex> lock(pl.setting_mu);
+    detail::LockGuard lock(pl.setting_mu);
     pl.setting_error.clear();
     pl.setting_bad.store(false, std::memory_order_relaxed);
   }

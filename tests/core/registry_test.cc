@@ -72,13 +72,14 @@ class OpenChildObj : public SealedObj {
   static constexpr bool kTypeChildSlotsCanOverflow = true;
   CHANFLOW_DECLARE_OBJECT_INFO(OpenChildObj, SealedObj);
 };
+// At namespace scope: Clang 14 rejects a constexpr kTypeKey that indexes a static array member of
+// the same class template (the array's initializer is not instantiated when kTypeKey's is).
+constexpr const char* kGrandchildKeys[] = {"test.Sealed.OpenChild.G0", "test.Sealed.OpenChild.G1",
+                                           "test.Sealed.OpenChild.G2", "test.Sealed.OpenChild.G3"};
 template <int N>
 class GrandchildObj : public OpenChildObj {
  public:
-  static constexpr const char* kTypeKeys[] = {
-      "test.Sealed.OpenChild.G0", "test.Sealed.OpenChild.G1", "test.Sealed.OpenChild.G2",
-      "test.Sealed.OpenChild.G3"};
-  static constexpr const char* kTypeKey = kTypeKeys[N];
+  static constexpr const char* kTypeKey = kGrandchildKeys[N];
   static constexpr uint32_t kTypeChildSlots = 0;
   CHANFLOW_DECLARE_FINAL_OBJECT_INFO(GrandchildObj, OpenChildObj);
 };

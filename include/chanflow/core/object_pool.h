@@ -75,9 +75,9 @@ class ObjectPool {
 
   struct alignas(64) Shard {
     detail::SpinLock mu;  // the lock hands the list's contents over (acquire / release)
-    std::vector<Chunk*> free;
-    void lock() noexcept { mu.lock(); }
-    void unlock() noexcept { mu.unlock(); }
+    std::vector<Chunk*> free CHANFLOW_GUARDED_BY(mu);
+    void lock() noexcept CHANFLOW_ACQUIRE(mu) { mu.lock(); }
+    void unlock() noexcept CHANFLOW_RELEASE(mu) { mu.unlock(); }
   };
 
   // Reference counted by the ObjectPool handle and by every chunk in existence (cached or holding
@@ -186,13 +186,16 @@ class ObjectPool {
   // worker OS thread. Inlined there, the thread_local's address — which a compiler treats as
   // constant within a function — could be computed once and reused after the switch, so two
   // workers would share one magazine. Called, it is recomputed on the thread running now; the
-  // barrier keeps the compiler from treating the call as pure and merging two of them. Every
-  // access to the magazine goes through this function (a ctest checks the built objects).
+  // barrier keeps the compiler from treating the call as pure and merging two of them, and takes
+  // the address as an operand it may change, so no caller knows the result in advance (Clang's
+  // interprocedural constant propagation otherwise put the thread_local's address into the
+  // callers). Every access to the magazine goes through this function (a ctest checks the built
+  // objects).
   __attribute__((noinline)) static LocalCache& local_cache() noexcept {
     static thread_local LocalCache cache;
-    LocalCache& here = cache;
-    asm volatile("" ::: "memory");
-    return here;
+    LocalCache* here = &cache;
+    asm volatile("" : "+r"(here) : : "memory");
+    return *here;
   }
   static Chunk* local_take(Core* core) noexcept {
     LocalCache& lc = local_cache();

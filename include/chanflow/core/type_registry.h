@@ -67,8 +67,6 @@ class CHANFLOW_API TypeRegistry {
   TypeRegistry();
   ~TypeRegistry() = default;
   uint32_t register_type(const detail::TypeSpec& spec);
-  void publish(TypeInfo* info);  // called with the write lock held
-  const TypeInfo* nearest_sealed_ancestor(const TypeInfo* parent) const;  // write lock held
 
   struct State;
   State* state_;

@@ -33,10 +33,10 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "chanflow/core/detail/locks.h"
 #include "chanflow/core/export.h"
 #include "chanflow/exec/scope.h"
 #include "chanflow/ir/program.h"
@@ -142,9 +142,9 @@ class CHANFLOW_API Executor {
 
   ExecutorOptions options_;
   std::unique_ptr<Scheduler> own_scheduler_;
-  mutable std::mutex mu_;
+  detail::Mutex mu_;
   std::map<const Object*, std::pair<Program, std::shared_ptr<const exec_detail::PreparedProgram>>>
-      cache_;
+      cache_ CHANFLOW_GUARDED_BY(mu_);
   std::unique_ptr<exec_detail::OpTrace> trace_;
 };
 

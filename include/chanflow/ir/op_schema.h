@@ -25,13 +25,12 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
-#include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "chanflow/core/detail/locks.h"
 #include "chanflow/core/export.h"
 #include "chanflow/ir/attr.h"
 
@@ -112,8 +111,8 @@ class CHANFLOW_API OpSchema {
   std::vector<ArgSpec> outputs_;
   std::vector<AttrSpec> attrs_;
   int id_ = -1;
-  mutable std::mutex extension_mutex_;
-  mutable std::shared_ptr<const OpExtension> extension_;
+  mutable detail::Mutex extension_mutex_;
+  mutable std::shared_ptr<const OpExtension> extension_ CHANFLOW_GUARDED_BY(extension_mutex_);
 };
 
 // A set of op schemas by type name. Thread-safe: add() takes a writer lock, lookups a reader
@@ -139,8 +138,9 @@ class CHANFLOW_API OpSchemaRegistry {
   size_t size() const;
 
  private:
-  mutable std::shared_mutex mutex_;
-  std::map<std::string, std::unique_ptr<OpSchema>, std::less<>> schemas_;
+  mutable detail::SharedMutex mutex_;
+  std::map<std::string, std::unique_ptr<OpSchema>, std::less<>> schemas_
+      CHANFLOW_GUARDED_BY(mutex_);
 };
 
 // Registers chanflow's built-in ops into `registry` (what global() does once).

@@ -9,11 +9,11 @@
 
 #include <exception>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <type_traits>
 #include <utility>
 
+#include "chanflow/core/detail/locks.h"
 #include "chanflow/core/export.h"
 #include "chanflow/runtime/context.h"
 #include "chanflow/runtime/scheduler.h"
@@ -74,8 +74,8 @@ class CHANFLOW_API Group {
     void fail(std::exception_ptr e);
     Context ctx;
     WaitGroup wg;
-    std::mutex mu;
-    std::exception_ptr first;
+    detail::Mutex mu;
+    std::exception_ptr first CHANFLOW_GUARDED_BY(mu);
   };
   std::shared_ptr<State> state_;
 };

@@ -106,12 +106,14 @@ class SlotParent : public cf::Object {
   static constexpr bool kTypeChildSlotsCanOverflow = false;
   CHANFLOW_DECLARE_OBJECT_INFO(SlotParent, cf::Object);
 };
+// At namespace scope: Clang 14 rejects a constexpr kTypeKey that indexes a static array member of
+// the same class template (the array's initializer is not instantiated when kTypeKey's is).
+constexpr const char* kSlotChildKeys[] = {"test.SlotChild0", "test.SlotChild1", "test.SlotChild2",
+                                          "test.SlotChild3"};
 template <int N>
 class SlotChild : public SlotParent {
  public:
-  static constexpr const char* kKeys[] = {"test.SlotChild0", "test.SlotChild1", "test.SlotChild2",
-                                          "test.SlotChild3"};
-  static constexpr const char* kTypeKey = kKeys[N];
+  static constexpr const char* kTypeKey = kSlotChildKeys[N];
   static constexpr uint32_t kTypeChildSlots = 0;
   CHANFLOW_DECLARE_FINAL_OBJECT_INFO(SlotChild, SlotParent);
 };

@@ -5,11 +5,16 @@
 // spinning is cheaper than a futex-backed mutex. A parking green thread keeps the lock across its
 // switch-out and the worker releases it right after, on the same OS thread.
 //
-//   detail::SpinLock lock;  { std::lock_guard g(lock); ... }
+// A capability for Clang's thread-safety analysis (thread_annotations.h): fields name it in
+// CHANFLOW_GUARDED_BY, and detail::LockGuard (locks.h) holds it for a scope.
+//
+//   detail::SpinLock lock;  int n CHANFLOW_GUARDED_BY(lock);  { detail::LockGuard g(lock); ++n; }
 #pragma once
 
 #include <atomic>
 #include <thread>
+
+#include "chanflow/core/detail/thread_annotations.h"
 
 namespace chanflow::detail {
 
@@ -24,17 +29,22 @@ namespace chanflow::detail {
 // operations on warm lines. Measured on 2 workers (docs/benchmarks.md, session 8): spinning 64
 // pauses before yielding, ChanProdCons10 took 131–140 ns per message; 1–8 pauses, 26–39 ns (the
 // 1-worker figure is 21). Longer pure-pause backoff without the yield was worse on skynet.
-class SpinLock {
+//
+// The bodies are not analysed (CHANFLOW_NO_THREAD_SAFETY_ANALYSIS): the lock is the flag, which the
+// analysis cannot see; callers are checked against the annotations.
+class CHANFLOW_CAPABILITY("mutex") SpinLock {
  public:
-  void lock() noexcept {
+  void lock() noexcept CHANFLOW_ACQUIRE() CHANFLOW_NO_THREAD_SAFETY_ANALYSIS {
     if (!flag_.exchange(true, std::memory_order_acquire)) return;
     lock_slow();
   }
-  bool try_lock() noexcept {
+  bool try_lock() noexcept CHANFLOW_TRY_ACQUIRE(true) CHANFLOW_NO_THREAD_SAFETY_ANALYSIS {
     return !flag_.load(std::memory_order_relaxed) &&
            !flag_.exchange(true, std::memory_order_acquire);
   }
-  void unlock() noexcept { flag_.store(false, std::memory_order_release); }
+  void unlock() noexcept CHANFLOW_RELEASE() CHANFLOW_NO_THREAD_SAFETY_ANALYSIS {
+    flag_.store(false, std::memory_order_release);
+  }
 
  private:
   // Out of line and cold: the callers inline only the uncontended exchange.
