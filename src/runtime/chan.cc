@@ -59,9 +59,12 @@ void park_forever() {
   __builtin_unreachable();
 }
 
-void chan_send(ChanBase* c, void* elem) {
-  if (c == nullptr) park_forever();
-  ChanAlgo::lock(c);
+namespace {
+
+// With c's lock held: sends now if a receiver is parked or a slot is free, and then releases the
+// lock (and wakes the receiver) and returns true; else returns false with the lock still held.
+// On a closed channel releases the lock and throws.
+bool send_now(ChanBase* c, void* elem) {
   if (ChanAlgo::is_closed(c)) {
     ChanAlgo::unlock(c);
     throw_send_on_closed(c, false);
@@ -70,13 +73,44 @@ void chan_send(ChanBase* c, void* elem) {
     ChanAlgo::hand_to_receiver(c, r, elem);
     ChanAlgo::unlock(c);
     unpark(r->parker);
-    return;
+    return true;
   }
   if (ChanAlgo::has_room(c)) {
     ChanAlgo::put_tail(c, elem);
     ChanAlgo::unlock(c);
-    return;
+    return true;
   }
+  return false;
+}
+
+// With c's lock held: receives now if a sender is parked or a value is buffered (1), or reports a
+// closed, drained channel (-1, `out` left as it is), releasing the lock either way; else returns 0
+// with the lock still held.
+int recv_now(ChanBase* c, void* out) {
+  if (Waiter* s = dequeue_claimable(ChanAlgo::sendq(c))) {
+    ChanAlgo::take_from_sender(c, s, out);
+    ChanAlgo::unlock(c);
+    unpark(s->parker);
+    return 1;
+  }
+  if (ChanAlgo::has_buffered(c)) {
+    ChanAlgo::take_head(c, out);
+    ChanAlgo::unlock(c);
+    return 1;
+  }
+  if (ChanAlgo::is_closed(c)) {
+    ChanAlgo::unlock(c);
+    return -1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+void chan_send(ChanBase* c, void* elem) {
+  if (c == nullptr) park_forever();
+  ChanAlgo::lock(c);
+  if (send_now(c, elem)) return;
   Waiter w;
   w.chan = c;
   w.elem = elem;
@@ -89,21 +123,7 @@ void chan_send(ChanBase* c, void* elem) {
 bool chan_recv(ChanBase* c, void* out) {
   if (c == nullptr) park_forever();
   ChanAlgo::lock(c);
-  if (Waiter* s = dequeue_claimable(ChanAlgo::sendq(c))) {
-    ChanAlgo::take_from_sender(c, s, out);
-    ChanAlgo::unlock(c);
-    unpark(s->parker);
-    return true;
-  }
-  if (ChanAlgo::has_buffered(c)) {
-    ChanAlgo::take_head(c, out);
-    ChanAlgo::unlock(c);
-    return true;
-  }
-  if (ChanAlgo::is_closed(c)) {
-    ChanAlgo::unlock(c);
-    return false;
-  }
+  if (const int got = recv_now(c, out); got != 0) return got > 0;
   Waiter w;
   w.chan = c;
   w.elem = out;
@@ -117,21 +137,7 @@ bool chan_try_send(ChanBase* c, void* elem) {
   if (c == nullptr) return false;
   if (!send_may_proceed(c)) return false;  // Go's fast path: no lock when it cannot succeed
   ChanAlgo::lock(c);
-  if (ChanAlgo::is_closed(c)) {
-    ChanAlgo::unlock(c);
-    throw_send_on_closed(c, false);
-  }
-  if (Waiter* r = dequeue_claimable(ChanAlgo::recvq(c))) {
-    ChanAlgo::hand_to_receiver(c, r, elem);
-    ChanAlgo::unlock(c);
-    unpark(r->parker);
-    return true;
-  }
-  if (ChanAlgo::has_room(c)) {
-    ChanAlgo::put_tail(c, elem);
-    ChanAlgo::unlock(c);
-    return true;
-  }
+  if (send_now(c, elem)) return true;
   ChanAlgo::unlock(c);
   return false;
 }
@@ -140,20 +146,9 @@ int chan_try_recv(ChanBase* c, void* out) {
   if (c == nullptr) return 0;
   if (!recv_may_proceed(c)) return 0;  // Go's fast path: no lock when it cannot succeed
   ChanAlgo::lock(c);
-  if (Waiter* s = dequeue_claimable(ChanAlgo::sendq(c))) {
-    ChanAlgo::take_from_sender(c, s, out);
-    ChanAlgo::unlock(c);
-    unpark(s->parker);
-    return 1;
-  }
-  if (ChanAlgo::has_buffered(c)) {
-    ChanAlgo::take_head(c, out);
-    ChanAlgo::unlock(c);
-    return 1;
-  }
-  const bool closed = ChanAlgo::is_closed(c);
-  ChanAlgo::unlock(c);
-  return closed ? -1 : 0;
+  const int got = recv_now(c, out);
+  if (got == 0) ChanAlgo::unlock(c);
+  return got;
 }
 
 void chan_close(ChanBase* c) {
