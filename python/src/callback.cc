@@ -12,6 +12,9 @@
 // external waiter then (deadlock detection is not suspended by its mere existence). It is stopped
 // by an atexit hook; requests after that fail with Error rather than touch a finalising
 // interpreter.
+#include <unistd.h>
+
+#include <cxxabi.h>
 #include <deque>
 #include <exception>
 #include <memory>
@@ -91,7 +94,7 @@ class CallbackThread {
       t = std::move(thread_);
     }
     if (t.joinable()) {
-      py::gil_scoped_release nogil;
+      ReleaseGil nogil;
       t.join();
     }
   }
@@ -142,7 +145,27 @@ CallbackThread& callback_thread() {
   return *t;
 }
 
+// Blocks this thread until the process exits (a thread of a finalizing interpreter that must not
+// retake the GIL; see ReleaseGil).
+[[noreturn]] void park_forever() noexcept {
+  for (;;) pause();
+}
+
 }  // namespace
+
+ReleaseGil::ReleaseGil() noexcept : state_(PyEval_SaveThread()) {}
+
+ReleaseGil::~ReleaseGil() {
+  // Finalizing: retaking the GIL would end this thread by a forced unwind (see native.h).
+  // _Py_IsFinalizing covers the common case; the catch covers finalization starting between
+  // the check and the retake. Neither returns: the process is exiting.
+  if (_Py_IsFinalizing() != 0) park_forever();
+  try {
+    PyEval_RestoreThread(state_);
+  } catch (abi::__forced_unwind&) {
+    park_forever();
+  }
+}
 
 void call_with_gil(const std::function<void()>& fn) {
   if (!in_green_thread()) {

@@ -136,7 +136,7 @@ std::size_t block_on(std::vector<SelectCase>& cases, std::size_t n,
     std::size_t chosen = 0;
     std::exception_ptr error;
     {
-      py::gil_scoped_release nogil;
+      ReleaseGil nogil;
       try {
         chosen = select(std::span<SelectCase>(cases.data(), n));
       } catch (...) {
@@ -158,7 +158,7 @@ std::size_t block_on(std::vector<SelectCase>& cases, std::size_t n,
     std::size_t chosen = 0;
     std::exception_ptr error;
     {
-      py::gil_scoped_release nogil;
+      ReleaseGil nogil;
       try {
         chosen = select(std::span<SelectCase>(cases.data(), n + 1));
       } catch (...) {

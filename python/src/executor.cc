@@ -25,7 +25,7 @@ class PyExecutor {
   explicit PyExecutor(ExecutorOptions options) : ex_(std::make_unique<Executor>(options)) {}
   ~PyExecutor() {
     if (PyGILState_Check() != 0) {
-      py::gil_scoped_release nogil;
+      ReleaseGil nogil;
       ex_.reset();
     }
   }
@@ -154,7 +154,7 @@ py::list run(PyExecutor& self, py::handle program, py::handle feed, py::handle f
   std::vector<ObjectRef> fetched;
   std::exception_ptr error;
   {
-    py::gil_scoped_release nogil;
+    ReleaseGil nogil;
     try {
       // The run's other variables (tensors it made, channels and what they still buffer) are
       // dropped here too, without the GIL.

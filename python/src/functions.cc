@@ -82,7 +82,7 @@ py::object call_function(const Function& f, const py::args& args, const py::kwar
   for (size_t i = 0; i < args.size(); ++i) refs.push_back(call_arg(args[i], i));
   ObjectRef result;
   {
-    py::gil_scoped_release nogil;
+    ReleaseGil nogil;
     result = f(refs);
   }
   refs.clear();

@@ -705,7 +705,7 @@ void run_blocking(const Context& ctx, Body body) {
   InterruptScope interrupt(ctx);
   std::exception_ptr error;
   {
-    py::gil_scoped_release nogil;
+    ReleaseGil nogil;
     try {
       body();
     } catch (...) {
@@ -786,7 +786,7 @@ class PyGoMachine {
   // must not be held. The machine goes before the scheduler it runs on.
   ~PyGoMachine() {
     if (PyGILState_Check() != 0) {
-      py::gil_scoped_release nogil;
+      ReleaseGil nogil;
       m_.reset();
       sched_.reset();
     }
@@ -828,7 +828,7 @@ class PyGoMachine {
 
   void close() {
     BusyScope busy(busy_, "GoMachine.close");
-    py::gil_scoped_release nogil;
+    ReleaseGil nogil;
     m_->close();
   }
   bool closed() const { return m_->closed(); }
@@ -839,12 +839,12 @@ class PyGoMachine {
   }
   std::string trace_json() {
     BusyScope busy(busy_, "GoMachine.trace_json");
-    py::gil_scoped_release nogil;  // waits for an abandoned run to drain
+    ReleaseGil nogil;  // waits for an abandoned run to drain
     return m_->trace_json();
   }
   void clear_trace() {
     BusyScope busy(busy_, "GoMachine.clear_trace");
-    py::gil_scoped_release nogil;
+    ReleaseGil nogil;
     m_->clear_trace();
   }
 

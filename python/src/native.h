@@ -194,6 +194,25 @@ class PythonError : public Error {
 // Error ("Python is shutting down") without running `fn`.
 void call_with_gil(const std::function<void()>& fn);
 
+// Releases the GIL for a scope in which this thread blocks in chanflow (a channel operation, a
+// run, a join), like py::gil_scoped_release, and retakes it at the end of the scope. The
+// difference is what happens when the interpreter began to finalize meanwhile: CPython 3.11
+// ends such a thread (a daemon thread: Python no longer waits for it) with pthread_exit while
+// it retakes the GIL. That is a forced unwind, and it would run through this destructor, which
+// is noexcept, and so call std::terminate: the process would abort at exit instead of exiting.
+// ReleaseGil instead parks the thread for good (as CPython 3.14 does itself), so the process
+// exits normally; the thread held no Python state and was about to vanish.
+class ReleaseGil {
+ public:
+  ReleaseGil() noexcept;
+  ~ReleaseGil();
+  ReleaseGil(const ReleaseGil&) = delete;
+  ReleaseGil& operator=(const ReleaseGil&) = delete;
+
+ private:
+  PyThreadState* state_;
+};
+
 // Stops the callback thread (joins it; requests still queued fail as after shutdown). Registered
 // with atexit by bind_callbacks. Needs the GIL (released while joining).
 void bind_callbacks(py::module_& m);

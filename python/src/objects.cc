@@ -780,7 +780,7 @@ py::str object_to_json(py::handle obj) {
   const ObjectRef root = convert_root(obj, "to_json(obj)");
   std::string text;
   try {
-    py::gil_scoped_release nogil;
+    ReleaseGil nogil;
     text = to_json(root);
   } catch (const TypeError&) {
     throw;
@@ -808,7 +808,7 @@ py::object object_from_json(py::handle text) {
   }
   ObjectRef root;
   try {
-    py::gil_scoped_release nogil;
+    ReleaseGil nogil;
     root = from_json(s);
   } catch (const Error& e) {
     raise_json_error(e.what());

@@ -783,3 +783,41 @@ def test_a_handler_that_returns_lets_the_blocked_recv_go_on():
     child.write("42\n")
     assert child.line() == "got (42, True)"
     child.finish()
+
+
+@pytest.mark.parametrize("op", ["recv", "send"])
+def test_a_thread_released_while_python_exits_does_not_abort_the_process(op):
+    # A daemon thread blocked in a channel operation is released by a finalizer that runs while
+    # the interpreter finalizes. CPython then no longer lets the thread take the GIL back; the
+    # process must still exit cleanly (not abort in the binding's GIL handling). Several children,
+    # since each exit is one chance for the thread to wake before the process is gone.
+    blocked, wake = (("ch.recv()", "ch.try_send(1)") if op == "recv" else
+                     ("ch.send(7)", "ch.try_recv()[1]"))
+    for _ in range(4):
+        child = Child(f"""
+            import os
+            ch = cf.make_chan()
+            started = threading.Event()
+            def blocked():
+                started.set()
+                {blocked}
+            class WakeAtExit:
+                def __init__(self, ch):
+                    self.ch = ch
+                def __del__(self):
+                    # The thread is parked (or about to be): wait for it, within a bound.
+                    deadline = time.monotonic() + 30
+                    while not {wake.replace("ch.", "self.ch.")}:
+                        if time.monotonic() > deadline:
+                            os.write(1, b"missed\\n")
+                            return
+                        time.sleep(0.001)
+                    os.write(1, b"woke\\n")
+            threading.Thread(target=blocked, daemon=True).start()
+            started.wait()
+            waker = WakeAtExit(ch)
+            say("exiting")
+        """)
+        assert child.line() == "exiting"
+        assert child.line() == "woke"
+        child.finish()
