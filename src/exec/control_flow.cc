@@ -7,7 +7,6 @@
 #include <span>
 
 #include "chanflow/runtime/channel.h"
-#include "chanflow/runtime/detail/wait.h"
 #include "chanflow/runtime/select.h"
 #include "kernel.h"
 #include "run_state.h"
@@ -87,40 +86,39 @@ void run_go(const PreparedOp& op, Frame& f) {
   const int64_t n = rs.go_count.fetch_add(1, std::memory_order_relaxed) + 1;
   std::string name = "go@block" + std::to_string(op.sub_block) + "#" + std::to_string(n);
   std::shared_ptr<RunState> keep = rs.shared_from_this();
-  rs.wg.add(1);
   const int32_t block = op.sub_block;
-  try {
-    rs.sched->go(name, [keep = std::move(keep), child = std::move(child), block, name]() mutable {
-      RunState& st = *keep;
-      ThreadRecord* tr = st.add_thread(name);
-      auto finish = [&] {
-        st.remove_thread(tr);
+  rs.group.go(name, [keep = std::move(keep), child = std::move(child), block, name]() mutable {
+    RunState& st = *keep;
+    ThreadRecord* tr = st.add_thread(name);
+    // Runs however the body ends: returning, failing, or unwound at scheduler teardown.
+    struct Finish {
+      std::shared_ptr<RunState>& keep;
+      Scope& child;
+      ThreadRecord* tr;
+      ~Finish() {
+        keep->remove_thread(tr);
         child = Scope();
-        st.live_go.fetch_sub(1, std::memory_order_relaxed);
-        // Let go of the run before the done() that may release run(): run() frees the RunState
-        // as soon as wg.wait() returns, so the done() is the last touch of `st` (WaitGroup::add
-        // touches nothing of the group after releasing a waiter). Never the last reference:
-        // run() holds its own until that wait returns, which needs this done().
+        keep->live_go.fetch_sub(1, std::memory_order_relaxed);
+        // Let go of the run before the group counts this green thread done: run() frees the
+        // RunState as soon as its wait returns, so this is never the last reference, and the
+        // state is freed on the caller's thread, never by a go thread after run() returned.
         keep.reset();
-        st.wg.done();
-      };
-      try {
-        const MemoryBudget::Use charge_run(st.budget.get());  // as the calling thread does
-        run_block(st, block, child.get(), tr);
-      } catch (const detail::FiberUnwind&) {
-        finish();
-        throw;
-      } catch (...) {
-        st.fail(std::current_exception());
       }
-      finish();
-    });
-    unreserve.rs = nullptr;
-  } catch (...) {
-    rs.wg.done();
-    throw;
-  }
+    } finish{keep, child, tr};
+    try {
+      const MemoryBudget::Use charge_run(st.budget.get());  // as the calling thread does
+      run_block(st, block, child.get(), tr);
+    } catch (const std::exception&) {
+      // Failed here, while this thread still counts as running: fail() may name it among what
+      // was running when the run was canceled. (Teardown's unwinding is not a std::exception
+      // and passes on to the group; so do other exceptions, which reach fail() through the
+      // group's handler.)
+      st.fail(std::current_exception());
+    }
+  });
+  unreserve.rs = nullptr;
 }
+
 void prep_go(PrepareCtx& c) {
   prep_sub_block(c);
   const int32_t sub = c.op().sub_block;

@@ -199,19 +199,19 @@ Scope Executor::run_impl(const Context& ctx, const Program& program,
   // Structured concurrency: every green thread the run started finishes before run returns.
   for (;;) {
     try {
-      rs->wg.wait();
+      rs->group.wait();  // parks; on an OS thread, DeadlockError when nothing can end the wait
       break;
     } catch (const DeadlockError&) {
       on_error(std::current_exception());
     }
   }
-  // Every go thread released its reference to rs before the wg.done() that let wait() return
-  // (run_go, control_flow.cc), so rs is ours alone: the run's state (its context, its green
-  // threads' records and scopes) is freed here, on the calling thread, before run returns, never
-  // by a go thread after run returned. The go thread's decrement happens before its done(), which
-  // happens before wait() returned (release / acquire), so this load sees it.
+  // Every go thread released its reference to rs before the group counted it done (run_go,
+  // control_flow.cc), so rs is ours alone: the run's state (its context, its green threads'
+  // records and scopes) is freed here, on the calling thread, before run returns, never by a go
+  // thread after run returned. The go thread's decrement happens before its done, which happens
+  // before wait() returned (release / acquire), so this load sees it.
   CHANFLOW_CHECK(rs.use_count() == 1)
-      << "Executor::run: a go thread still holds the run's state after the last wg.done()";
+      << "Executor::run: a go thread still holds the run's state after the group's wait";
   std::exception_ptr error;
   {
     detail::LockGuard lock(rs->mu);  // uncontended: rs is ours alone

@@ -5,7 +5,6 @@
 
 #include "chanflow/core/error.h"
 #include "chanflow/ir/var_type.h"
-#include "chanflow/runtime/detail/wait.h"
 #include "kernel.h"
 #include "run_state.h"
 
@@ -80,9 +79,9 @@ void run_block(RunState& rs, int32_t b, ScopeObj* scope, ThreadRecord* thread) {
         rs.record_op(*thread, *op, t0, trace_now_ns());
       }
     }
-  } catch (const detail::FiberUnwind&) {
-    throw;
-  } catch (...) {
+  } catch (const std::exception&) {
+    // Only std exceptions: the unwinding of a green thread at scheduler teardown is not one and
+    // must pass unchanged.
     throw_positioned(rs, *op);
   }
 }

@@ -13,8 +13,8 @@
 
 #include "chanflow/core/detail/locks.h"
 #include "chanflow/runtime/context.h"
+#include "chanflow/runtime/group.h"
 #include "chanflow/runtime/scheduler.h"
-#include "chanflow/runtime/wait_group.h"
 #include "chanflow/tensor/memory_budget.h"
 #include "prepared.h"
 
@@ -59,6 +59,9 @@ struct OpTrace {
   std::vector<std::shared_ptr<const PreparedProgram>> keep CHANFLOW_GUARDED_BY(mu);
 };
 
+// The run's green threads are a Group on the executor's scheduler whose error handler is fail():
+// the group counts them, lets teardown unwind them and waits for them by parking; the run
+// chooses which error is its own.
 struct RunState : std::enable_shared_from_this<RunState> {
   // A run of `p` on `s`, canceled when `parent` is; `trace` is null when not tracing.
   RunState(std::shared_ptr<const PreparedProgram> p, Scheduler* s, OpTrace* op_trace,
@@ -66,20 +69,25 @@ struct RunState : std::enable_shared_from_this<RunState> {
       : prog(p.get()),
         prog_owner(std::move(p)),
         sched(s),
-        ctx(with_cancel(parent)),
+        group(*s, parent, [this](const std::exception_ptr& e) { fail(e); }),
+        ctx(group.context()),
         canceled(detail::context_done_flag(ctx)),
         trace(op_trace) {}
 
   const PreparedProgram* prog;
   std::shared_ptr<const PreparedProgram> prog_owner;
   Scheduler* sched;
-  // The run's own context: canceled by the run's first error (fail) and, as its child, by the
-  // caller's context. Every blocking op waits on its done(); the dispatch loop polls `canceled`.
+  // The run's go green threads. Its handler calls fail(), which needs the members below: they
+  // are constructed after it and destroyed before it, which is safe because the handler runs
+  // only while one of the group's green threads runs, and run() waits for all of them.
+  Group group;
+  // The run's own context (the group's): canceled by the run's first error (fail) and, as its
+  // child, by the caller's context. Every blocking op waits on its done(); the dispatch loop
+  // polls `canceled`.
   Context ctx;
   const std::atomic<bool>& canceled;
   OpTrace* trace;
   bool trace_kept_program CHANFLOW_GUARDED_BY(trace->mu) = false;  // prog_owner is in trace->keep
-  WaitGroup wg;
   std::atomic<int64_t> go_count{0};
   // Limits (ExecutorOptions): max_threads 0 is unlimited; budget is null when max_memory_bytes
   // is unlimited. live_go counts the run's go green threads started and not yet ended.

@@ -52,12 +52,12 @@ void run_calls(const char* name, const std::shared_ptr<Calls>& calls) {
           const std::shared_ptr<Calls> c = std::move(share);  // dropped before done()
           try {
             c->results[i] = c->f(c->args[i]);
-          } catch (const detail::FiberUnwind&) {
+          } catch (const FiberUnwind&) {
             throw;  // the scheduler tears down: unwind this green thread
           } catch (...) {
             c->errors[i] = std::current_exception();
           }
-        } catch (const detail::FiberUnwind&) {
+        } catch (const FiberUnwind&) {
           wg->done();
           throw;
         }

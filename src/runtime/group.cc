@@ -3,11 +3,22 @@
 
 namespace chanflow {
 
-Group::Group(const Context& parent) : state_(std::make_shared<State>(with_cancel(parent))) {}
+Group::Group(const Context& parent)
+    : state_(std::make_shared<State>(nullptr, with_cancel(parent), nullptr)) {}
+
+Group::Group(Scheduler& s, const Context& parent)
+    : state_(std::make_shared<State>(&s, with_cancel(parent), nullptr)) {}
+
+Group::Group(Scheduler& s, const Context& parent, ErrorHandler on_error)
+    : state_(std::make_shared<State>(&s, with_cancel(parent), std::move(on_error))) {}
 
 Group::~Group() = default;
 
 void Group::State::fail(std::exception_ptr e) {
+  if (on_error) {
+    on_error(e);
+    return;
+  }
   {
     detail::LockGuard g(mu);
     if (!first) first = std::move(e);

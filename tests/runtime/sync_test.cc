@@ -1,9 +1,12 @@
 // WaitGroup, Group (error group) and Mutex.
+#include <algorithm>
 #include <atomic>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "runtime_test_util.h"
 
@@ -125,6 +128,88 @@ TEST_P(Group, ParentCancellationReachesTasks) {
   });
   parent.cancel();
   EXPECT_THROW(g.wait(), cf::CanceledError);
+}
+
+TEST_P(Group, RunsOnItsOwnScheduler) {
+  // The group's green threads start on the scheduler it was given, not on the default one (the
+  // fixture makes sched() the default for this OS thread).
+  cf::Scheduler other({.workers = 1});
+  cf::Group g(other);
+  auto release = cf::make_chan<int>();
+  auto started = cf::make_chan<int>();
+  g.go("on-other", [&] {
+    started.send(1);
+    release.recv();
+  });
+  started.recv();
+  EXPECT_EQ(other.live(), 1u);
+  EXPECT_EQ(sched().live(), 0u);
+  release.close();
+  g.wait();
+  EXPECT_EQ(other.live(), 0u);
+}
+
+TEST_P(Group, AnErrorHandlerGetsEveryFailureAndTheGroupKeepsNone) {
+  std::mutex mu;
+  std::vector<std::string> seen;
+  cf::WaitGroup handled;
+  handled.add(3);
+  cf::Group g(sched(), cf::background(), [&](const std::exception_ptr& e) {
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::runtime_error& err) {
+      const std::lock_guard lock(mu);
+      seen.emplace_back(err.what());
+    }
+    handled.done();
+  });
+  auto release = cf::make_chan<int>();
+  std::atomic<bool> waiter_canceled{false};
+  g.go("waiter", [&](cf::Context ctx) {
+    // Released by the test, not by a failure: the handler did not cancel the context.
+    (void)cf::select(cf::on_recv(release, [](auto) {}),
+                     cf::on_recv(ctx.done(), [&](auto) { waiter_canceled = true; }));
+  });
+  g.go("failer 1", [] { throw std::runtime_error("one"); });
+  g.go("failer 2", [] { throw std::runtime_error("two"); });
+  g.fail(std::make_exception_ptr(std::runtime_error("from outside")));
+  handled.wait();
+  EXPECT_EQ(g.context().err(), nullptr);
+  release.close();
+  EXPECT_NO_THROW(g.wait());
+  EXPECT_FALSE(waiter_canceled.load());
+  EXPECT_NE(g.context().err(), nullptr);  // wait() still cancels it
+  const std::lock_guard lock(mu);
+  std::sort(seen.begin(), seen.end());
+  EXPECT_EQ(seen, (std::vector<std::string>{"from outside", "one", "two"}));
+}
+
+TEST_P(Group, FailFromOutsideIsTheFirstErrorAndCancels) {
+  cf::Group g(sched());
+  std::atomic<bool> saw_cancel{false};
+  g.go([&](cf::Context ctx) {
+    ctx.done().recv();
+    saw_cancel = true;
+    throw std::runtime_error("later");
+  });
+  g.fail(std::make_exception_ptr(std::logic_error("the caller's part failed")));
+  EXPECT_THROW(g.wait(), std::logic_error);
+  EXPECT_TRUE(saw_cancel.load());
+}
+
+TEST(GroupTeardown, GreenThreadsUnwoundAtSchedulerTeardownAreNotFailures) {
+  std::atomic<int> errors{0};
+  auto orphan = cf::make_chan<int>();
+  std::optional<cf::Group> g;
+  {
+    cf::Scheduler s({.workers = 2});
+    g.emplace(s, cf::background(), [&](const std::exception_ptr&) { errors++; });
+    g->go("orphan-receiver", [orphan] { orphan.recv(); });
+    wait_until([&] { return parked_receivers(orphan.base()) == 1; });
+  }  // unwinds the parked receiver
+  EXPECT_EQ(parked_receivers(orphan.base()), 0u);
+  g->wait();  // the unwound green thread counted as done
+  EXPECT_EQ(errors.load(), 0);
 }
 
 TEST_P(Mutex, ProtectsACounter) {

@@ -86,6 +86,14 @@ CHANFLOW_API void spawn_abort(Task* t) noexcept;
 CHANFLOW_API Scheduler& scheduler_for_go();
 }  // namespace detail
 
+// Thrown through the stack of a green thread that ~Scheduler unwinds because it is parked
+// forever (nothing can wake it), so that its destructors run. Not a std::exception: a
+// `catch (const std::exception&)` lets it pass. Code on a green thread that catches everything
+// must rethrow it, as code on a cancelled pthread must rethrow abi::__forced_unwind: a green
+// thread that swallows it runs on after its scheduler decided it was dead. Group does this for
+// the functions it runs.
+struct FiberUnwind {};
+
 // An M:N scheduler of green threads. Thread-safe: any thread (green or not) may call go().
 class CHANFLOW_API Scheduler {
  public:

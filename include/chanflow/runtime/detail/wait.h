@@ -175,11 +175,7 @@ CHANFLOW_API uint32_t park(Parker* p, void (*unlock)(void*), void* arg);
 CHANFLOW_API void unpark(Parker* p) noexcept;
 
 // After park() returned kCanceled and the caller cleaned up: throws DeadlockError (OS thread, the
-// report) or unwinds the green thread (scheduler teardown).
+// report) or unwinds the green thread (scheduler teardown: throws FiberUnwind, scheduler.h).
 [[noreturn]] CHANFLOW_API void throw_park_canceled(Parker* p);
-
-// Thrown through a green thread's stack to unwind it when its scheduler tears down while it is
-// parked forever. Not a std::exception: catch (const std::exception&) does not swallow it.
-struct FiberUnwind {};
 
 }  // namespace chanflow::detail
