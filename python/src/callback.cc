@@ -156,10 +156,11 @@ CallbackThread& callback_thread() {
 ReleaseGil::ReleaseGil() noexcept : state_(PyEval_SaveThread()) {}
 
 ReleaseGil::~ReleaseGil() {
-  // Finalizing: retaking the GIL would end this thread by a forced unwind (see native.h).
-  // _Py_IsFinalizing covers the common case; the catch covers finalization starting between
-  // the check and the retake. Neither returns: the process is exiting.
-  if (_Py_IsFinalizing() != 0) park_forever();
+  // While Python finalizes, retaking the GIL ends every thread but the finalizing one by a forced
+  // unwind (pthread_exit; see native.h): catch it there and park, the process is exiting. The
+  // finalizing thread itself (destructors run during finalization release the GIL too) retakes
+  // the GIL normally, so no "is finalizing" test may come first: it would park that thread and
+  // hang the exit.
   try {
     PyEval_RestoreThread(state_);
   } catch (abi::__forced_unwind&) {

@@ -815,7 +815,12 @@ def test_a_thread_released_while_python_exits_does_not_abort_the_process(op):
                     os.write(1, b"woke\\n")
             threading.Thread(target=blocked, daemon=True).start()
             started.wait()
-            waker = WakeAtExit(ch)
+            # Held by a module of its own: the daemon thread's frame keeps __main__'s globals
+            # alive for good, so an object there is never finalized; this module is cleared
+            # while the interpreter finalizes, which runs the __del__ then.
+            import types
+            sys.modules["wake_at_exit"] = types.ModuleType("wake_at_exit")
+            sys.modules["wake_at_exit"].waker = WakeAtExit(ch)
             say("exiting")
         """)
         assert child.line() == "exiting"
