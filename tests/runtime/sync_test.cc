@@ -145,8 +145,9 @@ TEST_P(Group, RunsOnItsOwnScheduler) {
   EXPECT_EQ(other.live(), 1u);
   EXPECT_EQ(sched().live(), 0u);
   release.close();
+  // wait() returns once the green thread's body is done; it may still be finishing on `other`
+  // (live() counts it until then), so no live() check here.
   g.wait();
-  EXPECT_EQ(other.live(), 0u);
 }
 
 TEST_P(Group, AnErrorHandlerGetsEveryFailureAndTheGroupKeepsNone) {
