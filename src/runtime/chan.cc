@@ -105,32 +105,34 @@ int recv_now(ChanBase* c, void* out) {
   return 0;
 }
 
+// With c's lock held: parks the caller on c's send or receive queue until a partner or close()
+// completes the operation (the lock is released while parked and on return). Returns the waiter's
+// success: false when close() woke it (a sender must then throw, a receiver got the zero value).
+bool park_on(ChanBase* c, void* elem, bool is_send) {
+  Waiter w;
+  w.chan = c;
+  w.elem = elem;
+  w.is_send = is_send;
+  ChanLock lock{c};
+  block_in(lock, is_send ? ChanAlgo::sendq(c) : ChanAlgo::recvq(c), w,
+           is_send ? WaitReason::kChanSend : WaitReason::kChanRecv, c);
+  return w.success;
+}
+
 }  // namespace
 
 void chan_send(ChanBase* c, void* elem) {
   if (c == nullptr) park_forever();
   ChanAlgo::lock(c);
   if (send_now(c, elem)) return;
-  Waiter w;
-  w.chan = c;
-  w.elem = elem;
-  w.is_send = true;
-  ChanLock lock{c};
-  block_in(lock, ChanAlgo::sendq(c), w, WaitReason::kChanSend, c);
-  if (!w.success) throw_send_on_closed(c, true);
+  if (!park_on(c, elem, /*is_send=*/true)) throw_send_on_closed(c, true);
 }
 
 bool chan_recv(ChanBase* c, void* out) {
   if (c == nullptr) park_forever();
   ChanAlgo::lock(c);
   if (const int got = recv_now(c, out); got != 0) return got > 0;
-  Waiter w;
-  w.chan = c;
-  w.elem = out;
-  w.is_send = false;
-  ChanLock lock{c};
-  block_in(lock, ChanAlgo::recvq(c), w, WaitReason::kChanRecv, c);
-  return w.success;
+  return park_on(c, out, /*is_send=*/false);
 }
 
 bool chan_try_send(ChanBase* c, void* elem) {
