@@ -1,12 +1,12 @@
 // work_sharing.h — what a scheduler built on top of the runtime needs from it: a DAG runner (the
-// GoMachine's node runners, an executor's) that keeps its own queue of ready work on a green
-// thread and must give that work away when it cannot run it.
+// GoMachine's node runners, say) that keeps its own queue of ready work on a green thread and
+// must give that work away when it cannot run it.
 //
 //   void hand_off(void* runner) { static_cast<Runner*>(runner)->share_my_queue(); }
 //
-//   void run_ready(Runner& self) {                      // on a green thread
-//     const cf::Scheduler* s = cf::current_scheduler();
-//     self.share = s->workers() > 1;                    // anyone to share with?
+//   void run_ready(Runner& self) {                       // on a green thread
+//     cf::Scheduler* s = cf::current_scheduler();
+//     self.share = s->workers() > 1;                     // anyone to share with?
 //     cf::ScopedParkCallback on_park(&hand_off, &self);  // give the queue away before parking
 //     while (...) {
 //       if (self.share && self.has_spare_work())         // a ticket for an idle worker
