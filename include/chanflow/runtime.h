@@ -20,3 +20,4 @@
 #include "chanflow/runtime/timer.h"
 #include "chanflow/runtime/trace.h"
 #include "chanflow/runtime/wait_group.h"
+#include "chanflow/runtime/work_sharing.h"

@@ -59,7 +59,7 @@ Executor::~Executor() = default;
 Scheduler& Executor::scheduler() const {
   if (own_scheduler_) return *own_scheduler_;
   if (options_.scheduler != nullptr) return *options_.scheduler;
-  return detail::scheduler_for_go();
+  return scheduler_for_go();
 }
 
 std::shared_ptr<const PreparedProgram> Executor::prepared(const Program& program) {

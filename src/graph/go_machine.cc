@@ -19,15 +19,16 @@
 // * Sharing (lazy binary splitting): before a runner starts an op while it holds other ready
 //   nodes, it makes sure they are where another worker can take them: if the machine's shared
 //   stack ("spill") is empty, it moves them all there and, unless one is already on its way,
-//   spawns a "ticket" green thread. The scheduler's work stealing carries the ticket to an idle
+//   spawns a "ticket" green thread (Scheduler::go_for_others, work_sharing.h: placed where an
+//   idle worker steals it at once). The scheduler's work stealing carries the ticket to an idle
 //   worker, where it takes half of the spill (and leaves a ticket for the rest) and becomes a
 //   runner. A runner whose own stack runs dry takes half of the spill before it exits. So a chain
 //   never touches shared state, a wide graph spreads over the workers a few spills at a time, and
 //   no ready node waits behind a long op while a worker is idle. With one worker nothing is shared.
 // * Blocking: an op that parks its green thread (a custom op waiting on a channel, say) moves the
 //   runner's other ready nodes to the spill first and makes sure a ticket exists
-//   (detail::set_block_hook, Go's hand-off of a P on a system call): no ready node waits behind a
-//   blocked one, even on one worker.
+//   (a ScopedParkCallback for the runner's lifetime, work_sharing.h; Go's hand-off of a P on a
+//   system call): no ready node waits behind a blocked one, even on one worker.
 // * The caller: run() on a plain OS thread runs the sources and then each node while it is the
 //   only ready one, on the calling thread, and hands the rest to a runner once the graph has
 //   parallel work (run_on_caller).
@@ -55,10 +56,10 @@
 #include "chanflow/core/detail/locks.h"
 #include "chanflow/core/detail/spinlock.h"
 #include "chanflow/runtime/chan.h"
-#include "chanflow/runtime/detail/block_hook.h"
 #include "chanflow/runtime/scheduler.h"
 #include "chanflow/runtime/select.h"
 #include "chanflow/runtime/wait_group.h"
+#include "chanflow/runtime/work_sharing.h"
 #include "machine_common.h"
 
 namespace chanflow {
@@ -211,8 +212,9 @@ struct BusyGuard {
   ~BusyGuard() { flag.store(false, std::memory_order_release); }
 };
 
-// The block hook of a runner: about to park inside an op, it moves its other ready nodes where a
-// ticket (maybe on this very worker, while we are parked) will take them.
+// The park callback of a runner (ScopedParkCallback): about to park inside an op, it moves its
+// other ready nodes where a ticket (maybe on this very worker, while we are parked) will take them.
+// Runs inside the park: share() takes only the spill's spin lock and may spawn, as allowed.
 void hand_off_on_block(void* arg) {
   auto* self = static_cast<Runner*>(arg);
   if (!self->ready.empty()) self->m->share(*self);
@@ -229,17 +231,6 @@ void GoMachineImpl::check_usable(const char* what) {
 void GoMachineImpl::spawn_runner(std::vector<Ready> work, bool ticket) {
   runners.add(1);
   if (ticket) tickets.fetch_add(1, std::memory_order_relaxed);
-  // A ticket exists to be picked up by an idle worker: not from runnext, where a thief would
-  // leave it to this (busy) runner for 3 µs first.
-  struct SpawnForOthers {
-    bool on;
-    explicit SpawnForOthers(bool o) : on(o) {
-      if (on) detail::set_spawn_for_others(true);
-    }
-    ~SpawnForOthers() {
-      if (on) detail::set_spawn_for_others(false);
-    }
-  } placement(ticket);
   try {
     auto runner = [this, ticket, work = std::move(work)]() mutable {
       struct Exit {
@@ -250,8 +241,14 @@ void GoMachineImpl::spawn_runner(std::vector<Ready> work, bool ticket) {
       Runner self{this, std::move(work)};
       run_ready(self);
     };
-    Scheduler& s = scheduler != nullptr ? *scheduler : detail::scheduler_for_go();
-    s.go("gomachine", std::move(runner));
+    Scheduler& s = scheduler != nullptr ? *scheduler : scheduler_for_go();
+    // A ticket exists to be picked up by an idle worker: not from runnext, where a thief would
+    // leave it to this (busy) runner for a few microseconds first.
+    if (ticket) {
+      s.go_for_others("gomachine", std::move(runner));
+    } else {
+      s.go("gomachine", std::move(runner));
+    }
   } catch (...) {
     if (ticket) tickets.fetch_sub(1, std::memory_order_relaxed);
     runners.done();
@@ -312,11 +309,8 @@ void GoMachineImpl::run_node(Runner& self, const Ready& r) {
 }
 
 void GoMachineImpl::run_ready(Runner& self) {
-  self.share = scheduler_worker_count() > 1;
-  set_block_hook(&hand_off_on_block, &self);
-  struct Unhook {
-    ~Unhook() { set_block_hook(nullptr, nullptr); }
-  } unhook;
+  self.share = current_scheduler()->workers() > 1;
+  ScopedParkCallback on_park(&hand_off_on_block, &self);
   for (;;) {
     if (self.ready.empty() && !refill(self)) break;
     const Ready r = self.ready.back();
@@ -338,8 +332,8 @@ void GoMachineImpl::run_ready(Runner& self) {
 // it with the workers as usual, and waits. It never shares nor takes shared work itself: a runner
 // beside every worker only contends with them. It runs built-in ops only: a custom op may block on
 // something only a green thread provides, an OS thread cannot hand its ready nodes over when it
-// blocks (no block hook), and run() could not return at the caller's deadline while the caller is
-// inside the op. A custom op gets a green runner of its own.
+// blocks (park callbacks are for green threads), and run() could not return at the caller's
+// deadline while the caller is inside the op. A custom op gets a green runner of its own.
 void GoMachineImpl::run_on_caller(std::vector<Ready> work) {
   Runner self{this, std::move(work)};
   std::size_t kick = self.ready.size();  // kick entries still on the stack (its bottom)

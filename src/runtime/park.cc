@@ -1,14 +1,42 @@
 // park.cc — parking and waking green threads and OS threads.
 #include <string>
 
+#include "chanflow/core/check.h"
 #include "chanflow/core/error.h"
-#include "chanflow/runtime/detail/block_hook.h"
 #include "chanflow/runtime/detail/wait.h"
+#include "chanflow/runtime/work_sharing.h"
 #include "deadlock.h"
 #include "futex.h"
 #include "scheduler_impl.h"
 
 namespace chanflow::detail {
+
+// The one door into ScopedParkCallback's links (the class befriends it).
+struct ParkCallbackAccess {
+  // Innermost first. noexcept: a callback runs inside a park, possibly under the primitive's lock;
+  // an exception escaping it has nowhere sound to go and terminates.
+  static void run_all(const ScopedParkCallback* c) noexcept {
+    for (; c != nullptr; c = c->previous_) c->fn_(c->arg_);
+  }
+  static void push(ScopedParkCallback* c) noexcept {
+    CHANFLOW_CHECK(c->fn_ != nullptr) << "ScopedParkCallback: fn is null";
+    Task* t = current_task();
+    c->task_ = t;
+    c->previous_ = nullptr;
+    if (t == nullptr) return;
+    c->previous_ = t->park_callbacks;
+    t->park_callbacks = c;
+  }
+  static void pop(ScopedParkCallback* c) {
+    auto* t = static_cast<Task*>(c->task_);
+    if (t == nullptr) return;
+    CHANFLOW_CHECK(current_task() == t && t->park_callbacks == c)
+        << "ScopedParkCallback: destroyed out of order or on another green thread than the one "
+           "that created it";
+    t->park_callbacks = c->previous_;
+  }
+};
+
 namespace {
 
 thread_local Parker t_os_parker;
@@ -70,7 +98,7 @@ Parker* current_parker() noexcept {
 uint32_t park(Parker* p, void (*unlock)(void*), void* arg) {
   Task* t = p->task;
   if (t == nullptr) return os_park(p, unlock, arg);
-  if (t->block_hook != nullptr) t->block_hook(t->block_hook_arg);
+  if (t->park_callbacks != nullptr) ParkCallbackAccess::run_all(t->park_callbacks);
   Worker* w = t->worker;
   w->after_fn = unlock;
   w->after_arg = arg;
@@ -99,13 +127,6 @@ void throw_park_canceled(Parker* p) {
   throw DeadlockError(report);
 }
 
-void set_block_hook(void (*fn)(void*), void* arg) noexcept {
-  Task* t = current_task();
-  if (t == nullptr) return;
-  t->block_hook = fn;
-  t->block_hook_arg = fn != nullptr ? arg : nullptr;
-}
-
 // Only deadlock.cc pokes parked OS threads.
 void poke_os_waiter(Parker* p) noexcept {
   uint32_t zero = 0;
@@ -115,3 +136,14 @@ void poke_os_waiter(Parker* p) noexcept {
 }
 
 }  // namespace chanflow::detail
+
+namespace chanflow {
+
+ScopedParkCallback::ScopedParkCallback(void (*fn)(void*), void* arg) noexcept
+    : fn_(fn), arg_(arg), task_(nullptr), previous_(nullptr) {
+  detail::ParkCallbackAccess::push(this);
+}
+
+ScopedParkCallback::~ScopedParkCallback() { detail::ParkCallbackAccess::pop(this); }
+
+}  // namespace chanflow

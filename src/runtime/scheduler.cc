@@ -17,7 +17,6 @@
 #include "chanflow/core/detail/env.h"
 #include "chanflow/core/detail/locks.h"
 #include "chanflow/core/error.h"
-#include "chanflow/runtime/detail/block_hook.h"
 #include "chanflow/runtime/functions.h"
 #include "deadlock.h"
 #include "fiber_switch.h"
@@ -450,11 +449,6 @@ void SchedulerImpl::ready_from(Worker* w, Task* t, bool is_new) {
       if (old != nullptr) local_push(w, old);
       return;
     }
-    if (is_new && w->current != nullptr && w->current->spawn_for_others) {
-      local_push(w, t);  // stealable at once (set_spawn_for_others)
-      wake_idle();
-      return;
-    }
     // seq_cst: when nothing is displaced, this exchange is the pusher's half of the Dekker pair
     // with a worker going idle (its seq_cst nidle increment, fence, then seq_cst read of every
     // runnext in any_work), so no separate fence is needed. A full fence on every wake-up was a
@@ -756,7 +750,7 @@ void spawn_abort(Task* t) noexcept {
   }
 }
 
-void spawn_commit(Task* t, void (*run)(void*), void (*destroy)(void*)) noexcept {
+void spawn_commit(Task* t, void (*run)(void*), void (*destroy)(void*), bool for_others) noexcept {
   SchedulerImpl* s = t->sched;
   t->run = run;
   t->destroy = destroy;
@@ -777,21 +771,33 @@ void spawn_commit(Task* t, void (*run)(void*), void (*destroy)(void*)) noexcept 
   san::tsan_set_name(t->tsan_fiber, display_name(t).c_str());
 #endif
   trace_record(TraceKind::kStart, t, -1);
+  if (for_others && here != nullptr && here->current != nullptr && s->nworkers > 1) {
+    // Scheduler::go_for_others: the tail of the local ring, where a thief takes it at once, not
+    // runnext, which thieves leave to this (busy) worker for kRunnextGraceNs.
+    s->local_push(here, t);
+    s->wake_idle();
+    return;
+  }
   s->ready_from(here, t, true);
 }
 
+}  // namespace chanflow::detail
+
+namespace chanflow {
+
 Scheduler& scheduler_for_go() {
-  if (Task* t = current_task()) return *t->sched->owner;
-  if (Scheduler* s = g_scoped_default.load(std::memory_order_acquire)) return *s;
+  if (detail::Task* t = detail::current_task()) return *t->sched->owner;
+  if (Scheduler* s = detail::g_scoped_default.load(std::memory_order_acquire)) return *s;
   // The process-wide default lives until exit (like Go's runtime): never destroyed, so green
   // threads still parked at exit are simply dropped.
   static auto* const kDefault = new Scheduler();
   return *kDefault;
 }
 
-}  // namespace chanflow::detail
-
-namespace chanflow {
+Scheduler* current_scheduler() noexcept {
+  const detail::Task* t = detail::current_task();
+  return t != nullptr ? t->sched->owner : nullptr;
+}
 
 Scheduler::Scheduler(SchedulerOptions options) : impl_(new detail::SchedulerImpl(this, options)) {
   impl_->start();
@@ -835,15 +841,6 @@ void yield() {
 }
 
 bool in_green_thread() noexcept { return detail::current_task() != nullptr; }
-
-void detail::set_spawn_for_others(bool on) noexcept {
-  if (detail::Task* t = detail::current_task()) t->spawn_for_others = on;
-}
-
-int detail::scheduler_worker_count() noexcept {
-  const detail::Task* t = detail::current_task();
-  return t != nullptr ? t->sched->nworkers : 0;
-}
 
 std::string current_green_thread_name() {
   detail::Task* t = detail::current_task();

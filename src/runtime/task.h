@@ -9,6 +9,10 @@
 #include "chanflow/runtime/detail/wait.h"
 #include "stack_pool.h"
 
+namespace chanflow {
+class ScopedParkCallback;
+}  // namespace chanflow
+
 namespace chanflow::detail {
 
 struct SchedulerImpl;
@@ -32,11 +36,10 @@ struct Task {
   StackSlot slot;
   void* asan_fake = nullptr;
   void* tsan_fiber = nullptr;
-  bool parked = false;            // parked on a chanflow primitive (reports), guarded by the park
-  bool spawn_for_others = false;  // its spawns skip runnext (detail::set_spawn_for_others)
-  // Called by park() before the task blocks (detail::set_block_hook); owner-only.
-  void (*block_hook)(void*) = nullptr;
-  void* block_hook_arg = nullptr;
+  bool parked = false;  // parked on a chanflow primitive (reports), guarded by the park
+  // The innermost live ScopedParkCallback of this green thread (work_sharing.h), whose chain
+  // park() runs before the task blocks. Owner-only: read and written by the green thread itself.
+  ScopedParkCallback* park_callbacks = nullptr;
 };
 
 // The task header's address in a slot whose top is `top`.

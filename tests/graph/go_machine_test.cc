@@ -261,7 +261,7 @@ TEST_P(GoMachineTest, OptionsSchedulerRunsTheNodes) {
   for (std::size_t i = 0; i < seen.size(); ++i) {
     branches.push_back(g.apply("where" + std::to_string(i), {x}, {}, DType::kFloat64,
                                [&seen, i](std::span<const Tensor> a, const cf::OpContext&) {
-                                 seen[i] = &cf::detail::scheduler_for_go();
+                                 seen[i] = cf::current_scheduler();
                                  return a[0];
                                }));
   }

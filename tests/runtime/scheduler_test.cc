@@ -5,7 +5,6 @@
 #include <thread>
 #include <vector>
 
-#include "chanflow/runtime/detail/block_hook.h"
 #include "runtime_test_util.h"
 #include "sanitizer.h"  // white-box: src/runtime (CHANFLOW_TSAN)
 #include "task.h"       // white-box: resume_lines
@@ -326,18 +325,16 @@ TEST(SchedulerPinning, EachWorkerOnItsOwnCpu) {
   }
 }
 
-// set_spawn_for_others: a green thread spawned for another worker goes to the run queue, where a
-// thief takes it at once, not to runnext, which thieves leave alone for 3 µs. Checked at the
-// instant after the spawn: runnext is still empty, and an idle worker runs the child while the
-// spawner keeps its worker busy.
-TEST(SchedulerSpawnForOthers, ChildSkipsRunnextAndAnIdleWorkerRunsIt) {
+// go_for_others: a green thread spawned for another worker goes to the run queue, where a thief
+// takes it at once, not to runnext, which thieves leave alone for 3 µs. Checked at the instant
+// after the spawn: runnext is still empty, and an idle worker runs the child while the spawner
+// keeps its worker busy.
+TEST(SchedulerGoForOthers, ChildSkipsRunnextAndAnIdleWorkerRunsIt) {
   cf::Scheduler s({.workers = 2});
   auto result = cf::make_chan<int>(1);
-  s.go([result]() mutable {
+  s.go([&s, result]() mutable {
     std::atomic<bool> child_ran{false};
-    cf::detail::set_spawn_for_others(true);
-    cf::go([&child_ran] { child_ran.store(true); });
-    cf::detail::set_spawn_for_others(false);
+    s.go_for_others([&child_ran] { child_ran.store(true); });
     const bool in_runnext = cf::detail::current_worker()->runnext.load() != nullptr;
     while (!child_ran.load()) {
     }  // busy: only the other worker can run the child

@@ -15,10 +15,10 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "chanflow/runtime.h"
-#include "chanflow/runtime/detail/block_hook.h"
 
 namespace cf = chanflow;
 
@@ -105,6 +105,16 @@ struct TreeCfg {
   Counts* counts;
 };
 
+// cf::go, or Scheduler::go_for_others on the caller's scheduler when `others`.
+template <class F>
+void spawn(bool others, F&& fn) {
+  if (others) {
+    cf::current_scheduler()->go_for_others(std::forward<F>(fn));
+  } else {
+    cf::go(std::forward<F>(fn));
+  }
+}
+
 uint64_t tree_node(const TreeCfg& c, uint64_t id, int depth) {
   c.counts->ran[id].fetch_add(1, std::memory_order_relaxed);
   if (depth == 0) {
@@ -115,26 +125,22 @@ uint64_t tree_node(const TreeCfg& c, uint64_t id, int depth) {
   uint64_t sum = id;
   if (c.mode == 0) {
     auto ch = cf::make_chan<uint64_t>();
-    if (others) cf::detail::set_spawn_for_others(true);
     for (int i = 0; i < c.fanout; ++i) {
       const uint64_t child = id * static_cast<uint64_t>(c.fanout) + 1 + static_cast<uint64_t>(i);
-      cf::go([&c, ch, child, depth] { ch.send(tree_node(c, child, depth - 1)); });
+      spawn(others, [&c, ch, child, depth] { ch.send(tree_node(c, child, depth - 1)); });
     }
-    if (others) cf::detail::set_spawn_for_others(false);
     for (int i = 0; i < c.fanout; ++i) sum += *ch.recv();
   } else {
     cf::WaitGroup wg;
     std::vector<uint64_t> sums(static_cast<std::size_t>(c.fanout));
     wg.add(c.fanout);
-    if (others) cf::detail::set_spawn_for_others(true);
     for (int i = 0; i < c.fanout; ++i) {
       const uint64_t child = id * static_cast<uint64_t>(c.fanout) + 1 + static_cast<uint64_t>(i);
-      cf::go([&c, &wg, &sums, i, child, depth] {
+      spawn(others, [&c, &wg, &sums, i, child, depth] {
         sums[static_cast<std::size_t>(i)] = tree_node(c, child, depth - 1);
         wg.done();
       });
     }
-    if (others) cf::detail::set_spawn_for_others(false);
     wg.wait();
     for (uint64_t s : sums) sum += s;
   }
@@ -171,8 +177,8 @@ TEST_P(SchedulerStress, SkynetTreeWaitGroupYieldingLeaves) {
   for (int r = 0; r < reps(); ++r) run_tree(workers(), 8, tree_depth(4), 1, 3, false);
 }
 
-TEST_P(SchedulerStress, SkynetTreeSpawnForOthers) {
-  Watchdog wd("SkynetTreeSpawnForOthers");
+TEST_P(SchedulerStress, SkynetTreeGoForOthers) {
+  Watchdog wd("SkynetTreeGoForOthers");
   for (int r = 0; r < reps(); ++r) {
     run_tree(workers(), 10, tree_depth(4), 0, 1, true);
     run_tree(workers(), 6, tree_depth(5), 1, 0, true);

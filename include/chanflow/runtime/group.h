@@ -36,7 +36,7 @@ class CHANFLOW_API Group {
   using ErrorHandler = std::function<void(const std::exception_ptr&)>;
 
   // A group whose context is a child of parent; its green threads start on the scheduler cf::go
-  // uses where go() is called (detail::scheduler_for_go).
+  // uses where go() is called (scheduler_for_go).
   explicit Group(const Context& parent = background());
   // A group whose green threads start on `s` (which must outlive them).
   explicit Group(Scheduler& s, const Context& parent = background());

@@ -79,11 +79,10 @@ struct SpawnSlot {
 };
 CHANFLOW_API SpawnSlot spawn_begin(SchedulerImpl* s, std::string&& name, std::size_t fn_size,
                                    std::size_t fn_align);
-CHANFLOW_API void spawn_commit(Task* t, void (*run)(void*), void (*destroy)(void*)) noexcept;
+// for_others: Scheduler::go_for_others' placement (work_sharing.h).
+CHANFLOW_API void spawn_commit(Task* t, void (*run)(void*), void (*destroy)(void*),
+                               bool for_others) noexcept;
 CHANFLOW_API void spawn_abort(Task* t) noexcept;
-// The scheduler cf::go uses here: the current green thread's, else the scoped default, else the
-// lazily created process-wide default.
-CHANFLOW_API Scheduler& scheduler_for_go();
 }  // namespace detail
 
 // Thrown through the stack of a green thread that ~Scheduler unwinds because it is parked
@@ -108,22 +107,26 @@ class CHANFLOW_API Scheduler {
   // Starts a green thread running fn() (moved or copied onto its stack). Never blocks.
   template <class F>
   void go(F&& fn) {
-    go(std::string(), std::forward<F>(fn));
+    spawn(std::string(), std::forward<F>(fn), false);
   }
   // Same, named: the name appears in deadlock reports, crash messages and traces.
   template <class F>
   void go(std::string name, F&& fn) {
-    using Fn = std::decay_t<F>;
-    detail::SpawnSlot slot = detail::spawn_begin(impl_, std::move(name), sizeof(Fn), alignof(Fn));
-    try {
-      ::new (slot.fn_storage) Fn(std::forward<F>(fn));
-    } catch (...) {
-      detail::spawn_abort(slot.task);
-      throw;
-    }
-    detail::spawn_commit(
-        slot.task, [](void* p) { (*static_cast<Fn*>(p))(); },
-        [](void* p) { static_cast<Fn*>(p)->~Fn(); });
+    spawn(std::move(name), std::forward<F>(fn), false);
+  }
+
+  // Like go(), for a green thread meant to run on another worker than the caller's: called from a
+  // green thread of this scheduler with more than one worker, it is placed where an idle worker
+  // steals it at once (the tail of the caller's run queue) rather than in the caller's runnext
+  // slot, which thieves leave to a busy caller for a few microseconds. Elsewhere (a plain OS
+  // thread, another scheduler's green thread, one worker) exactly go(). See work_sharing.h.
+  template <class F>
+  void go_for_others(F&& fn) {
+    spawn(std::string(), std::forward<F>(fn), true);
+  }
+  template <class F>
+  void go_for_others(std::string name, F&& fn) {
+    spawn(std::move(name), std::forward<F>(fn), true);
   }
 
   // The number of worker threads.
@@ -136,6 +139,21 @@ class CHANFLOW_API Scheduler {
   detail::SchedulerImpl* impl() const noexcept { return impl_; }
 
  private:
+  template <class F>
+  void spawn(std::string name, F&& fn, bool for_others) {
+    using Fn = std::decay_t<F>;
+    detail::SpawnSlot slot = detail::spawn_begin(impl_, std::move(name), sizeof(Fn), alignof(Fn));
+    try {
+      ::new (slot.fn_storage) Fn(std::forward<F>(fn));
+    } catch (...) {
+      detail::spawn_abort(slot.task);
+      throw;
+    }
+    detail::spawn_commit(
+        slot.task, [](void* p) { (*static_cast<Fn*>(p))(); },
+        [](void* p) { static_cast<Fn*>(p)->~Fn(); }, for_others);
+  }
+
   detail::SchedulerImpl* impl_;
 };
 
@@ -153,14 +171,27 @@ class CHANFLOW_API ScopedDefaultScheduler {
   Scheduler* previous_;
 };
 
-// Starts a green thread on scheduler_for_go() (see detail above). Never blocks. Thread-safe.
+// The scheduler cf::go starts green threads on when called here: the calling green thread's own
+// scheduler; on a plain OS thread, the innermost live ScopedDefaultScheduler's, else the
+// process-wide default (created with default SchedulerOptions on first use, never destroyed:
+// green threads still parked at exit are dropped, as Go's are). Layers that take an optional
+// Scheduler* (GoMachineOptions::scheduler, ExecutorOptions) fall back to this. Thread-safe; the
+// first call may start the default scheduler's workers.
+CHANFLOW_API Scheduler& scheduler_for_go();
+
+// The scheduler of the calling green thread; nullptr on a plain OS thread. Never blocks.
+// (Unlike scheduler_for_go(), it never falls back to a default: a DAG runner asks it how many
+// workers could share its work, current_scheduler()->workers().)
+CHANFLOW_API Scheduler* current_scheduler() noexcept;
+
+// Starts a green thread on scheduler_for_go(). Never blocks. Thread-safe.
 template <class F>
 void go(F&& fn) {
-  detail::scheduler_for_go().go(std::forward<F>(fn));
+  scheduler_for_go().go(std::forward<F>(fn));
 }
 template <class F>
 void go(std::string name, F&& fn) {
-  detail::scheduler_for_go().go(std::move(name), std::forward<F>(fn));
+  scheduler_for_go().go(std::move(name), std::forward<F>(fn));
 }
 
 // Lets other green threads run: the caller goes to the back of the scheduler's shared queue (Go's
