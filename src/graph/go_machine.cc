@@ -52,8 +52,8 @@
 #include <nlohmann/json.hpp>
 #include <span>
 
-#include "chanflow/core/detail/locks.h"
-#include "chanflow/core/detail/spinlock.h"
+#include "chanflow/core/locks.h"
+#include "chanflow/core/spinlock.h"
 #include "chanflow/runtime/chan.h"
 #include "chanflow/runtime/detail/block_hook.h"
 #include "chanflow/runtime/scheduler.h"
@@ -104,7 +104,7 @@ struct NodeState {
   uint32_t expected = 1;       // arrivals per run: operand count, or 1 (the kick) for sources
   Pending* pending = nullptr;  // per slot
   std::span<Tensor> out;       // per slot: the node's value in that slot's latest run
-  SpinLock trace_mu;           // two slots' runs may record at once
+  os::SpinLock trace_mu;       // two slots' runs may record at once
   std::vector<TraceEvent> trace CHANFLOW_GUARDED_BY(trace_mu);
 };
 
@@ -117,7 +117,7 @@ struct RunState {
   std::atomic<int64_t> remaining{0};
   std::atomic<bool> aborted{false};    // a node failed or the context ended: skip the ops
   std::atomic<bool> cancelled{false};  // some op was skipped or interrupted by the context
-  Mutex mu;
+  os::Mutex mu;
   // Appended to by the run's nodes (fail()).
   std::vector<MachineError::Failure> failures CHANFLOW_GUARDED_BY(mu);
 
@@ -159,7 +159,7 @@ struct GoMachineImpl {
   Chan<uint32_t> done;  // slot numbers of finished runs
   WaitGroup runners;    // live runner green threads (close and the destructor wait for them)
   // The shared stack of ready nodes (see "Sharing" above), and its size as a lock-free hint.
-  SpinLock spill_mu;
+  os::SpinLock spill_mu;
   std::vector<Ready> spill CHANFLOW_GUARDED_BY(spill_mu);
   std::atomic<std::size_t> spill_size{0};
   std::atomic<int> tickets{0};  // tickets spawned and not started yet
@@ -264,7 +264,7 @@ void GoMachineImpl::spawn_runner(std::vector<Ready> work, bool ticket) {
 // idle), and spawns a ticket unless one is on its way.
 void GoMachineImpl::share(Runner& self) {
   {
-    LockGuard lock(spill_mu);
+    os::LockGuard lock(spill_mu);
     spill.insert(spill.end(), self.ready.begin(), self.ready.end());
     spill_size.store(spill.size(), std::memory_order_relaxed);
   }
@@ -279,7 +279,7 @@ bool GoMachineImpl::refill(Runner& self) {
   if (spill_size.load(std::memory_order_relaxed) == 0) return false;
   std::size_t left = 0;
   {
-    LockGuard lock(spill_mu);
+    os::LockGuard lock(spill_mu);
     const std::size_t n = spill.size();
     if (n == 0) return false;
     const std::size_t take = (n + 1) / 2;
@@ -377,7 +377,7 @@ void GoMachineImpl::run_on_caller(std::vector<Ready> work) {
 
 void GoMachineImpl::fail(RunState& r, const NodeData& n, std::exception_ptr e) {
   {
-    LockGuard lock(r.mu);
+    os::LockGuard lock(r.mu);
     r.failures.push_back(failure_of(n, std::move(e)));
   }
   r.aborted.store(true, std::memory_order_release);
@@ -473,7 +473,7 @@ void GoMachineImpl::process(Runner& self, NodeState* n, uint32_t slot) {
   // State "end".
   if (r.trace) {
     const int64_t end_ns = now_ns();
-    LockGuard lock(n->trace_mu);
+    os::LockGuard lock(n->trace_mu);
     n->trace.push_back({r.seq, TraceState::kWaiting, waiting_ns != 0 ? waiting_ns : computing_ns});
     n->trace.push_back({r.seq, TraceState::kComputing, computing_ns});
     n->trace.push_back({r.seq, TraceState::kEmitting, emitting_ns});
@@ -806,7 +806,7 @@ void GoMachine::set_tracing(bool on) {
 void GoMachine::clear_trace() {
   impl_->drain();  // an abandoned run's nodes may still be recording
   for (detail::NodeState& n : impl_->node_span()) {
-    detail::LockGuard lock(n.trace_mu);  // uncontended: drained
+    os::LockGuard lock(n.trace_mu);  // uncontended: drained
     n.trace.clear();
   }
 }
@@ -822,7 +822,7 @@ std::string GoMachine::trace_json() const {
                     {"args", {{"name", "chanflow GoMachine"}}}});
   static const char* kNames[] = {"waiting for input", "computing", "emitting output", "end"};
   for (detail::NodeState& n : m.node_span()) {
-    detail::LockGuard lock(n.trace_mu);  // uncontended: drained
+    os::LockGuard lock(n.trace_mu);  // uncontended: drained
     const int64_t tid = n.data->id + 1;
     events.push_back({{"name", "thread_name"},
                       {"ph", "M"},

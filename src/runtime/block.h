@@ -27,7 +27,7 @@
 
 #include <cstdint>
 
-#include "chanflow/core/detail/thread_annotations.h"
+#include "chanflow/core/thread_annotations.h"
 #include "chanflow/runtime/detail/wait.h"
 
 namespace chanflow::detail {

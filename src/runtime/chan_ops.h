@@ -5,7 +5,7 @@
 #pragma once
 
 #include "chanflow/core/check.h"
-#include "chanflow/core/detail/thread_annotations.h"
+#include "chanflow/core/thread_annotations.h"
 #include "chanflow/runtime/detail/chan_base.h"
 
 namespace chanflow::detail {

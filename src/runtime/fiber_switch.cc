@@ -8,7 +8,7 @@
 #include <mutex>
 #include <vector>
 
-#include "chanflow/core/detail/fiber_local.h"
+#include "chanflow/core/fiber_local.h"
 #include "sanitizer.h"
 #include "scheduler_impl.h"
 
@@ -135,7 +135,7 @@ void leave_task(Task* t, Task* next) noexcept {
   // needs to (task.h: resume_lines; scheduler.cc: prefetch_if_cold).
   t->resume_sp = __builtin_frame_address(0);
   t->park_tick = t->worker->dispatches.load(std::memory_order_relaxed);
-  // The fiber-local word follows t (detail/fiber_local.h): kept on t's stack while it is away,
+  // The fiber-local word follows t (core/fiber_local.h): kept on t's stack while it is away,
   // put back on whichever worker resumes it.
   void* const word = fiber_local_word();
   boost::context::fiber from = switch_from_task(t->worker, next, &t->asan_fake);

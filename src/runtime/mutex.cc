@@ -53,7 +53,7 @@ void Mutex::unlock() {
   }
   detail::Waiter* next = nullptr;
   {
-    std::lock_guard<detail::SpinLock> g(lock_);
+    std::lock_guard<os::SpinLock> g(lock_);
     while (detail::Waiter* w = waiters_.pop_front()) {
       if (w->parker->try_claim()) {
         next = w;

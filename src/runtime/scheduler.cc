@@ -14,9 +14,9 @@
 #include <string>
 
 #include "chanflow/core/check.h"
-#include "chanflow/core/detail/env.h"
-#include "chanflow/core/detail/locks.h"
+#include "chanflow/core/env.h"
 #include "chanflow/core/error.h"
+#include "chanflow/core/locks.h"
 #include "chanflow/runtime/detail/block_hook.h"
 #include "chanflow/runtime/functions.h"
 #include "deadlock.h"
@@ -381,7 +381,7 @@ void SchedulerImpl::task_finished(Worker* w, Task* t) {
   if (drain_waiter.load(std::memory_order_seq_cst) == nullptr) return;
   Parker* waiter = nullptr;
   {
-    LockGuard lock(drain_lock);
+    os::LockGuard lock(drain_lock);
     Parker* d = drain_waiter.load(std::memory_order_relaxed);
     if (d != nullptr && live_count() == 0) {
       drain_waiter.store(nullptr, std::memory_order_relaxed);
@@ -684,10 +684,11 @@ Task* SchedulerImpl::find_work(Worker* w) {
 namespace {
 // park() with `lock` released by its callback. Annotated as that release, so drain() stays checked;
 // not analysed itself: the analysis cannot follow a release through a function pointer.
-uint32_t park_releasing(Parker* p, SpinLock& lock)
+uint32_t park_releasing(Parker* p, os::SpinLock& lock)
     CHANFLOW_RELEASE(lock) CHANFLOW_NO_THREAD_SAFETY_ANALYSIS {
   return park(
-      p, [](void* l) CHANFLOW_NO_THREAD_SAFETY_ANALYSIS { static_cast<SpinLock*>(l)->unlock(); },
+      p,
+      [](void* l) CHANFLOW_NO_THREAD_SAFETY_ANALYSIS { static_cast<os::SpinLock*>(l)->unlock(); },
       &lock);
 }
 }  // namespace
@@ -709,7 +710,7 @@ void SchedulerImpl::drain() {
     if (st != Parker::kCanceled) continue;
     // Every remaining green thread is parked forever: unwind them (Go drops them at exit).
     {
-      LockGuard lock(drain_lock);
+      os::LockGuard lock(drain_lock);
       if (drain_waiter.load(std::memory_order_relaxed) == p) {
         drain_waiter.store(nullptr, std::memory_order_relaxed);
       }

@@ -7,7 +7,7 @@
 #include <thread>
 #include <vector>
 
-#include "chanflow/core/detail/spinlock.h"
+#include "chanflow/core/spinlock.h"
 #include "chanflow/runtime/scheduler.h"
 #include "global_queue.h"
 #include "run_queue.h"
@@ -179,7 +179,7 @@ struct SchedulerImpl {
   // ~Scheduler's wait for the last green thread: drain() publishes its parker here (seq_cst) and
   // then reads live_count(); a finishing task bumps its `finished` (seq_cst) and then reads this.
   // One of the two sees the other, so the last exit is never missed.
-  alignas(64) SpinLock drain_lock;
+  alignas(64) os::SpinLock drain_lock;
   std::atomic<Parker*> drain_waiter{nullptr};
 
   SchedulerImpl* next_sched = nullptr;  // deadlock registry

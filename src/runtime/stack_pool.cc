@@ -257,7 +257,7 @@ StackSlot StackPool::acquire() {
   StackSlot s;
   std::size_t fresh = 0;
   {
-    LockGuard lock(mu_);
+    os::LockGuard lock(mu_);
     take_locked(&s, 1, &fresh);
   }
   if (fresh != 0 && s.guard == 0) write_canary(s.base);
@@ -268,7 +268,7 @@ StackSlot StackPool::acquire(Cache& cache) {
   if (cache.count == 0) {
     std::size_t fresh = 0;
     {
-      LockGuard lock(mu_);
+      os::LockGuard lock(mu_);
       cache.count = take_locked(cache.slots, Cache::kCacheBatch, &fresh);
     }
     for (std::size_t i = cache.count - fresh; i < cache.count; ++i) {
@@ -282,7 +282,7 @@ StackSlot StackPool::acquire(Cache& cache) {
 }
 
 void StackPool::release(StackSlot slot) noexcept {
-  LockGuard lock(mu_);
+  os::LockGuard lock(mu_);
   warm_.push_back(slot);
   warm_count_.store(warm_.size(), std::memory_order_relaxed);
 }
@@ -290,7 +290,7 @@ void StackPool::release(StackSlot slot) noexcept {
 void StackPool::release(Cache& cache, StackSlot slot) noexcept {
   if (cache.count == Cache::kCacheSize) {
     // The oldest half goes back; the most recently used (hottest) stay.
-    LockGuard lock(mu_);
+    os::LockGuard lock(mu_);
     for (std::size_t i = 0; i < Cache::kCacheBatch; ++i) warm_.push_back(cache.slots[i]);
     warm_count_.store(warm_.size(), std::memory_order_relaxed);
     for (std::size_t i = Cache::kCacheBatch; i < Cache::kCacheSize; ++i) {
@@ -303,7 +303,7 @@ void StackPool::release(Cache& cache, StackSlot slot) noexcept {
 
 int64_t StackPool::trim(int64_t now_ns) noexcept {
   if (warm_count_.load(std::memory_order_relaxed) <= kKeepWarm) return 0;
-  LockGuard lock(mu_);
+  os::LockGuard lock(mu_);
   if (trim_epoch_ns_ == 0 || now_ns < trim_epoch_ns_) {  // first excess: start watching it
     trim_epoch_ns_ = now_ns;
     low_water_ = warm_.size();

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "block.h"
-#include "chanflow/core/detail/spinlock.h"
+#include "chanflow/core/spinlock.h"
 #include "chanflow/runtime/scheduler.h"
 #include "chanflow/runtime/timer.h"
 #include "deadlock.h"
@@ -25,7 +25,7 @@ class TimerService {
     return *kService;
   }
 
-  SpinLock& lock() noexcept { return lock_; }
+  os::SpinLock& lock() noexcept { return lock_; }
 
   // lock() held. Returns whether the entry is the earliest: then call notify() after unlocking.
   bool add_locked(TimerEntry* e) {
@@ -50,7 +50,7 @@ class TimerService {
   }
 
   bool remove(TimerEntry* e) {
-    std::unique_lock<SpinLock> g(lock_);
+    std::unique_lock<os::SpinLock> g(lock_);
     if (e->index >= 0) {
       erase(e->index);
       pending_.fetch_sub(1, std::memory_order_seq_cst);
@@ -146,7 +146,7 @@ class TimerService {
     }
   }
 
-  SpinLock lock_;
+  os::SpinLock lock_;
   std::vector<TimerEntry*> heap_;
   uint64_t seq_ = 0;
   TimerEntry* firing_ = nullptr;
@@ -164,7 +164,7 @@ void timer_add(TimerEntry* e) {
   TimerService& ts = TimerService::get();
   bool earliest = false;
   {
-    std::lock_guard<SpinLock> g(ts.lock());
+    std::lock_guard<os::SpinLock> g(ts.lock());
     earliest = ts.add_locked(e);
   }
   if (earliest) ts.notify();

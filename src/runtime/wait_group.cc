@@ -11,7 +11,7 @@ namespace chanflow {
 void WaitGroup::add(int n) {
   detail::Waiter* wake = nullptr;
   {
-    std::lock_guard<detail::SpinLock> g(lock_);
+    std::lock_guard<os::SpinLock> g(lock_);
     const int64_t next = count_ + n;
     if (next < 0) {
       CHANFLOW_THROW(Error) << "WaitGroup: negative counter (" << count_ << " + " << n << ")";
@@ -47,7 +47,7 @@ void WaitGroup::wait() {
 }
 
 int64_t WaitGroup::count() const noexcept {
-  std::lock_guard<detail::SpinLock> g(lock_);
+  std::lock_guard<os::SpinLock> g(lock_);
   return count_;
 }
 

@@ -1,22 +1,23 @@
 // spinlock.h — the short lock guarding a channel, a wait queue, the timer heap, an object pool's
-// shard or a tensor buffer cache (private; shared by the core, tensor and runtime layers).
+// shard or a tensor buffer cache. Public: runtime headers (Mutex, WaitGroup, channels) and
+// core/object_pool.h hold one as a member.
 //
 // Critical sections under it are a few dozen instructions and never block or switch fibers, so
 // spinning is cheaper than a futex-backed mutex. A parking green thread keeps the lock across its
 // switch-out and the worker releases it right after, on the same OS thread.
 //
 // A capability for Clang's thread-safety analysis (thread_annotations.h): fields name it in
-// CHANFLOW_GUARDED_BY, and detail::LockGuard (locks.h) holds it for a scope.
+// CHANFLOW_GUARDED_BY, and os::LockGuard (locks.h) holds it for a scope.
 //
-//   detail::SpinLock lock;  int n CHANFLOW_GUARDED_BY(lock);  { detail::LockGuard g(lock); ++n; }
+//   os::SpinLock lock;  int n CHANFLOW_GUARDED_BY(lock);  { os::LockGuard g(lock); ++n; }
 #pragma once
 
 #include <atomic>
 #include <thread>
 
-#include "chanflow/core/detail/thread_annotations.h"
+#include "chanflow/core/thread_annotations.h"
 
-namespace chanflow::detail {
+namespace chanflow::os {
 
 // A test-and-test-and-set lock. lock() acquires (acquire ordering), unlock() releases (release
 // ordering). Not recursive. Thread-safe.
@@ -73,4 +74,4 @@ class CHANFLOW_CAPABILITY("mutex") SpinLock {
   std::atomic<bool> flag_{false};
 };
 
-}  // namespace chanflow::detail
+}  // namespace chanflow::os
