@@ -16,6 +16,7 @@
 #include <memory>
 #include <new>
 
+#include "chanflow/core/cache_line.h"
 #include "chanflow/core/locks.h"
 #include "chanflow/core/spinlock.h"
 #include "task.h"
@@ -79,7 +80,7 @@ class GlobalQueue {
   std::size_t cap_ CHANFLOW_GUARDED_BY(lock_) = 0;
   std::size_t head_ CHANFLOW_GUARDED_BY(lock_) = 0;
   std::size_t count_ CHANFLOW_GUARDED_BY(lock_) = 0;
-  alignas(64) std::atomic<std::size_t> size_{0};
+  alignas(kCacheLine) std::atomic<std::size_t> size_{0};
 };
 
 }  // namespace chanflow::detail

@@ -33,6 +33,15 @@ thread_local Worker* t_worker = nullptr;
 
 // The largest CHANFLOW_STACK_SIZE accepted: every green thread reserves this much address space.
 constexpr int64_t kMaxStackSize = int64_t{1} << 30;
+// The usable stack of a green thread unless SchedulerOptions or CHANFLOW_STACK_SIZE say otherwise
+// (docs/runtime.md, "Stacks").
+constexpr std::size_t kDefaultStackSize = std::size_t{256} * 1024;
+// The largest callable go() places on a new green thread's stack, as a fraction of the stack: the
+// rest is left for the frames it runs.
+constexpr std::size_t kMaxCallableShareOfStack = 4;
+// The alignment of a callable on a new stack at least: x86-64's and AArch64's ABIs keep stacks
+// 16-byte aligned.
+constexpr std::size_t kStackAlign = 16;
 
 // A full fence between a push and the idle check (pusher side) or between announcing idleness and
 // the queue re-check (worker side). TSan does not model fences (GCC rejects them under
@@ -71,6 +80,14 @@ constexpr int64_t kRunnextGraceNs = 3000;
 
 // Pause iterations an idle worker polls for work before it sleeps (tens of microseconds).
 constexpr int kIdleSpins = 2048;
+// Pauses between an idle worker's looks for work while it spins: a look reads every worker's
+// queue, lines their owners write, so looking on every pause would slow the owners down.
+constexpr int kIdleSpinsPerLook = 64;
+static_assert((kIdleSpinsPerLook & (kIdleSpinsPerLook - 1)) == 0, "a power of two (a mask)");
+
+// Rounds over every other worker an idle worker makes for a task to steal before it spins; only
+// the last round may take a busy worker's runnext (after kRunnextGraceNs).
+constexpr int kStealRounds = 4;
 
 // Runnext backoff bounds: after a grace steal fails because its victim kept dispatching, an idle
 // worker ignores runnext slots for this long, doubling per failure in a row (see steal).
@@ -134,7 +151,7 @@ std::size_t default_stack_size() {
           env_int("CHANFLOW_STACK_SIZE", 1, kMaxStackSize, /*size_suffix=*/true)) {
     return static_cast<std::size_t>(*v);
   }
-  return std::size_t{256} * 1024;
+  return kDefaultStackSize;
 }
 
 [[noreturn]] void die_of_exception(const Task* t, const char* what) {
@@ -608,12 +625,12 @@ Task* SchedulerImpl::find_work(Worker* w) {
         w->spinning = true;
         nspinning.fetch_add(1, std::memory_order_seq_cst);
       }
-      for (int round = 0; round < 4 && t == nullptr; ++round) {
+      for (int round = 0; round < kStealRounds && t == nullptr; ++round) {
         const int start = static_cast<int>(next_random(w->rng) % static_cast<uint64_t>(nworkers));
         for (int i = 0; i < nworkers && t == nullptr; ++i) {
           Worker* v = workers[static_cast<std::size_t>((start + i) % nworkers)].get();
           if (v == w) continue;
-          t = steal(w, v, round == 3 && !runnext_quiet);
+          t = steal(w, v, round == kStealRounds - 1 && !runnext_quiet);
         }
       }
     }
@@ -630,7 +647,9 @@ Task* SchedulerImpl::find_work(Worker* w) {
 #if defined(__x86_64__) || defined(__i386__)
         __builtin_ia32_pause();
 #endif
-        if ((i & 63) == 63) found = any_work(/*with_runnext=*/!runnext_quiet);
+        if ((i & (kIdleSpinsPerLook - 1)) == kIdleSpinsPerLook - 1) {
+          found = any_work(/*with_runnext=*/!runnext_quiet);
+        }
       }
       if (found) continue;
       // Backing off: keep spinning, blind to runnext slots, until the backoff ends; the sleep
@@ -725,7 +744,7 @@ void SchedulerImpl::drain() {
 
 SpawnSlot spawn_begin(SchedulerImpl* s, std::string&& name, std::size_t fn_size,
                       std::size_t fn_align) {
-  if (fn_size > s->pool.usable() / 4) {
+  if (fn_size > s->pool.usable() / kMaxCallableShareOfStack) {
     CHANFLOW_THROW(Error) << "go: the callable (" << fn_size << " bytes) does not fit a green "
                           << "thread's stack of " << s->pool.usable() << " bytes";
   }
@@ -738,7 +757,7 @@ SpawnSlot spawn_begin(SchedulerImpl* s, std::string&& name, std::size_t fn_size,
   t->sched = s;
   t->name = std::move(name);
   t->parker.task = t;
-  const std::size_t align = std::max<std::size_t>(fn_align, 16);
+  const std::size_t align = std::max<std::size_t>(fn_align, kStackAlign);
   auto fn_addr = (reinterpret_cast<std::uintptr_t>(t) - fn_size) & ~(align - 1);
   t->fn = reinterpret_cast<void*>(fn_addr);  // NOLINT(performance-no-int-to-ptr): aligning down
   return SpawnSlot{t, t->fn};

@@ -63,11 +63,17 @@ void unregister_chunk(int index) {
 // mappings. We use at most half of vm.max_map_count minus a reserve for everything else.
 std::atomic<long> g_guard_budget{-1};
 
+// Linux's default vm.max_map_count, assumed when /proc does not tell.
+constexpr long kDefaultMaxMapCount = 65530;
+// Mappings of the guard pages' half of vm.max_map_count left to everything else (the heap's
+// arenas, libraries, OS threads' stacks and guards).
+constexpr long kMapReserve = 8192;
+
 long init_budget() {
-  long max_maps = 65530;
+  long max_maps = kDefaultMaxMapCount;
   std::ifstream f("/proc/sys/vm/max_map_count");
   if (f) f >> max_maps;
-  long budget = (max_maps / 2 - 8192) / 2;
+  long budget = (max_maps / 2 - kMapReserve) / 2;
   return budget > 0 ? budget : 0;
 }
 

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "chanflow/core/cache_line.h"
 #include "chanflow/core/env.h"
 #include "chanflow/core/error.h"
 #include "chanflow/core/locks.h"
@@ -78,7 +79,7 @@ InitialLimit initial_limit() noexcept {
   }
 }
 
-struct alignas(64) FreeList {
+struct alignas(kCacheLine) FreeList {
   os::Mutex mu;
   // LIFO: the most recently freed (warmest) buffer is reused first.
   std::vector<void*> buffers CHANFLOW_GUARDED_BY(mu);
@@ -87,7 +88,7 @@ struct alignas(64) FreeList {
 struct Pool {
   explicit Pool(InitialLimit init) : limit(init.bytes), setting_error(std::move(init.error)) {}
   FreeList lists[kClasses];
-  alignas(64) std::atomic<int64_t> cached{0};
+  alignas(kCacheLine) std::atomic<int64_t> cached{0};
   std::atomic<int64_t> limit;
   // Non-empty while CHANFLOW_TENSOR_CACHE_BYTES is malformed and no set_tensor_cache_limit
   // replaced it; written only under setting_mu (read by allocations that miss, which take it).

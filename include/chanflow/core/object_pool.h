@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "chanflow/core/cache_line.h"
 #include "chanflow/core/object.h"
 #include "chanflow/core/spinlock.h"
 
@@ -73,7 +74,7 @@ class ObjectPool {
   };
   static constexpr size_t kShards = 8;
 
-  struct alignas(64) Shard {
+  struct alignas(kCacheLine) Shard {
     os::SpinLock mu;  // the lock hands the list's contents over (acquire / release)
     std::vector<Chunk*> free CHANFLOW_GUARDED_BY(mu);
     void lock() noexcept CHANFLOW_ACQUIRE(mu) { mu.lock(); }
