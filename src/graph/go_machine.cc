@@ -1,13 +1,12 @@
 // go_machine.cc — nodes as state machines, run by green threads that hand each other the nodes
 // whose inputs are complete; values published along edges; per-run state in slots.
 //
-// Design (docs/graph.md, "Why runners"). The seed gave every node its own goroutine, parked on a
-// channel between values. That costs a parked stack per node (800 MB of stacks for a 100k-node
-// graph) and, per edge, a channel send, a wake-up and a switch onto a cold stack: 10-13x oneTBB's
-// per-node cost, measured. Here a node is still Gorgonia's GoMachine state machine (initial ->
-// waiting for input -> computing -> emitting output -> end, once per run, recorded per node in the
-// trace), but a node that waits holds no stack and no thread: its state is its slot's operand
-// count. The green threads that run nodes ("runners") are spawned per run and per unit of
+// Design (docs/graph.md, "Why runners", has the measurements). A green thread per node, parked on
+// a channel between values, would cost a parked stack per node and, per edge, a channel send, a
+// wake-up and a switch onto a cold stack. Here a node is still Gorgonia's GoMachine state machine
+// (initial -> waiting for input -> computing -> emitting output -> end, once per run, recorded per
+// node in the trace), but a node that waits holds no stack and no thread: its state is its slot's
+// operand count. The green threads that run nodes ("runners") are spawned per run and per unit of
 // parallelism, not per node:
 //
 // * Publish: a producer writes its value into each subscriber's operand position (the merge by
@@ -331,15 +330,15 @@ void GoMachineImpl::run_ready(Runner& self) {
 
 // run() called on a plain OS thread runs the graph's sequential part itself instead of sleeping
 // until a worker has run it: waking a sleeping worker and then the caller costs two cross-CPU
-// wake-ups, far more than a chain of small ops (the 10-op chain: 30 us through a worker, 3 us on
-// the caller). The caller runs the sources (the kick, at the bottom of its stack: no computation)
-// and then an op only while it is the one ready node. As soon as it holds another ready node,
-// the graph has parallel work: the caller hands its whole stack to one green runner, which shares
-// it with the workers as usual, and waits. It never shares nor takes shared work itself: a runner
-// beside every worker only contends with them. It runs built-in ops only: a custom op may block on
-// something only a green thread provides, an OS thread cannot hand its ready nodes over when it
-// blocks (no block hook), and run() could not return at the caller's deadline while the caller is
-// inside the op. A custom op gets a green runner of its own.
+// wake-ups, far more than a chain of small ops (docs/graph.md). The caller runs the sources (the
+// kick, at the bottom of its stack: no computation) and then an op only while it is the one ready
+// node. As soon as it holds another ready node, the graph has parallel work: the caller hands its
+// whole stack to one green runner, which shares it with the workers as usual, and waits. It never
+// shares nor takes shared work itself: a runner beside every worker only contends with them. It
+// runs built-in ops only: a custom op may block on something only a green thread provides, an OS
+// thread cannot hand its ready nodes over when it blocks (no block hook), and run() could not
+// return at the caller's deadline while the caller is inside the op. A custom op gets a green
+// runner of its own.
 void GoMachineImpl::run_on_caller(std::vector<Ready> work) {
   Runner self{this, std::move(work)};
   std::size_t kick = self.ready.size();  // kick entries still on the stack (its bottom)

@@ -110,9 +110,9 @@ boost::context::fiber make_task_fiber(Task* t, char* top) noexcept {
                                  set_fiber_local_word(nullptr);
                                  task_body(t);
                                  // The last switch, always to the worker's own context (no
-                                 // hand-off): the worker frees this stack on its own hot stack.
-                                 // Settling a finished task on the next task's stack (cold in a
-                                 // long chain) made the 10k daisy chain 20-40 % slower on 1 worker.
+                                 // hand-off): the worker frees this stack on its own hot stack,
+                                 // not on the next task's, which in a long chain is cold
+                                 // (docs/runtime.md, "Scheduler").
                                  // No fake stack to keep: this stack is dead from here on.
                                  Worker* w = t->worker;
                                  san::start_switch(nullptr, w->stack_bottom, w->stack_size);

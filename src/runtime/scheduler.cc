@@ -54,9 +54,9 @@ inline void full_fence() noexcept { g_fence_word.fetch_add(0, std::memory_order_
 inline void full_fence() noexcept { std::atomic_thread_fence(std::memory_order_seq_cst); }
 #endif
 
-// Increments a counter only its owner thread writes: a plain release store, not a locked RMW (a
-// full barrier: two per park/wake pair showed up as a quarter of 1-worker ping-pong). Readers
-// fence first (active_count).
+// Increments a counter only its owner thread writes: a plain release store, not a locked RMW,
+// which is a full barrier, and a park/wake pair bumps two counters (docs/runtime.md, "Design
+// notes"). Readers fence first (active_count).
 inline void bump(std::atomic<uint64_t>& c) noexcept {
   c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_release);
 }
@@ -64,8 +64,8 @@ inline void bump(std::atomic<uint64_t>& c) noexcept {
 // Every this many dispatches is a fairness turn (Go: 61), on which a worker looks past its runnext
 // slot and its newest local task. The turns alternate: the global queue's head first, then the
 // oldest local task first. Both must get turns of their own: yield() keeps the global queue
-// non-empty, and when the global queue went first on every turn, 61 yield loops on one worker
-// starved the oldest local task forever (a review found it).
+// non-empty, so were the global queue first on every turn, a worker running yield loops would
+// never reach its oldest local task (Scheduler.OldestLocalTaskRunsAmongYieldLoops).
 constexpr uint32_t kFairnessPeriod = 61;
 
 enum class Turn { kNormal, kGlobalFirst, kOldestLocalFirst };
@@ -550,9 +550,9 @@ Task* SchedulerImpl::steal(Worker* thief, Worker* victim, bool take_runnext) {
         // The victim hands off faster than the grace: a ping-pong, a buffered pipeline, a chain.
         // Stealing would only move the hand-offs to another CPU, and polling its runnext and
         // dispatch count — lines it writes on every hand-off — costs it a cache miss each time
-        // (2 workers: ping-pong 144-150 -> 108-122 ns, buffered(128) 218-224 -> 179-185 when the
-        // poller stayed away). So back off from every runnext, doubling up to 64 µs: a victim
-        // that switches to a long task gets its runnext taken within about that.
+        // (docs/runtime.md, "Scheduler"). So back off from every runnext, doubling up to
+        // kRunnextBackoffMaxNs: a victim that switches to a long task gets its runnext taken
+        // within about that.
         thief->runnext_backoff_ns =
             std::clamp(thief->runnext_backoff_ns * 2, kRunnextBackoffMinNs, kRunnextBackoffMaxNs);
         thief->runnext_quiet_until = steady_ns() + thief->runnext_backoff_ns;

@@ -178,7 +178,8 @@ std::size_t dropped_count() {
 namespace {
 
 // The document is rendered straight to text, never as a JSON tree: a tree costs about 2 KB an
-// event (a 200,000-event trace took half a GB and seconds to write), the text about 150 bytes.
+// event, the text about 150 bytes, so a large trace fits in memory and writes in well under a
+// second (docs/runtime.md, "Tracing").
 void append_string(std::string& out, std::string_view s) {
   // nlohmann's escaping; bytes that are not UTF-8 (a green thread's name may hold any) become
   // U+FFFD instead of an error.

@@ -3,8 +3,7 @@
 //
 // Why per thread: with several workers, a shared list hands a buffer last written on one CPU to
 // the next allocation on another (its lines migrate when the op writes its output), and every get
-// and put bounced the shared counters' cache lines. train_digits on 2 workers spent 2-3x the
-// single-worker time in its elementwise kernels and malloc/free because of that. A thread keeps
+// and put would bounce the shared counters' cache lines (docs/tensor.md). A thread keeps
 // up to kThreadSlots buffers per class (at most limit / kThreadShare bytes) and serves its own
 // allocations from them, without shared atomics; the shared lists take what it cannot keep.
 #include "buffer_pool.h"
