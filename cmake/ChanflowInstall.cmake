@@ -8,7 +8,11 @@ install(TARGETS ${_layers} chanflow_all
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-install(DIRECTORY include/chanflow DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+# detail/ headers are installed only where a public header includes them (runtime/detail/wait.h
+# and chan_base.h, under Mutex, WaitGroup and the channel templates). The tensor kernels' dispatch
+# and strided-loop templates serve chanflow's own sources only.
+install(DIRECTORY include/chanflow DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
+  PATTERN "tensor/detail" EXCLUDE)
 # Generated headers (protobuf) live in the build tree.
 install(DIRECTORY ${PROJECT_BINARY_DIR}/include/chanflow DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} OPTIONAL)
 install(EXPORT chanflowTargets NAMESPACE chanflow::

@@ -14,7 +14,7 @@ target_compile_options(chanflow_warnings INTERFACE
   # GCC 12 also flags std::optional<T> payloads as "maybe uninitialized" after inlining (GCC PR
   # 80635, a long-standing false positive). -Wuninitialized (the definite case) stays on.
   $<$<CXX_COMPILER_ID:GNU>:-Wno-maybe-uninitialized>
-  # Clang checks the lock annotations of core/detail/thread_annotations.h (the `clang` preset,
+  # Clang checks the lock annotations of core/thread_annotations.h (the `clang` preset,
   # docs/runtime.md "Checked locking"); GCC has no such analysis and the macros expand to nothing.
   $<$<CXX_COMPILER_ID:Clang>:-Wthread-safety>
   $<$<BOOL:${CHANFLOW_WERROR}>:-Werror>)

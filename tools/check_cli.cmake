@@ -300,7 +300,7 @@ expect_match("${ERR}" "^chanflow: limit exceeded: block 1, op 0 \\('fill_constan
 expect_run(0 ${CHANFLOW} run ${WORK}/hoarding_loop.pbtxt --max-memory 128M)
 expect_run(0 ${CHANFLOW} run ${WORK}/hoarding_loop.pbtxt --max-memory 0)
 # --workers above the scheduler's kMaxWorkers (1024) is the library's LimitError, refused before
-# any worker starts (20,000 workers used to take about a minute and 1.5 GB to start).
+# any worker starts (20,000 workers would take about a minute and 1.5 GB to start).
 string(TIMESTAMP _t0 "%s")
 expect_run(1 ${CHANFLOW} run ${_go} --workers 20000)
 string(TIMESTAMP _t1 "%s")

@@ -22,7 +22,7 @@
 #include <thread>
 #include <utility>
 
-#include "chanflow/core/detail/locks.h"
+#include "chanflow/core/locks.h"
 #include "chanflow/runtime/chan.h"
 #include "chanflow/runtime/external_waiter.h"
 #include "chanflow/runtime/scheduler.h"
@@ -66,7 +66,7 @@ class CallbackThread {
  public:
   // Queues `r` and starts the thread on first use. Throws Error after stop().
   void post(std::shared_ptr<Request> r) {
-    detail::LockGuard lock(mu_);
+    os::LockGuard lock(mu_);
     if (stopped_) throw_shutting_down();
     if (!thread_.joinable()) thread_ = std::thread([this] { loop(); });
     queue_.push_back(std::move(r));
@@ -79,7 +79,7 @@ class CallbackThread {
   }
 
   bool stopped() {
-    detail::LockGuard lock(mu_);
+    os::LockGuard lock(mu_);
     return stopped_;
   }
 
@@ -88,7 +88,7 @@ class CallbackThread {
   void stop() {
     std::thread t;
     {
-      detail::LockGuard lock(mu_);
+      os::LockGuard lock(mu_);
       stopped_ = true;
       cv_.notify_one();
       t = std::move(thread_);
@@ -107,7 +107,7 @@ class CallbackThread {
     for (;;) {
       std::shared_ptr<Request> r;
       {
-        detail::LockGuard lock(mu_);
+        os::LockGuard lock(mu_);
         if (queue_.empty() && !stopped_) {
           idle_.emplace();  // waiting for work, this thread wakes no chanflow waiter
           while (queue_.empty() && !stopped_) cv_.wait(mu_);
@@ -130,8 +130,8 @@ class CallbackThread {
     PyGILState_Release(gil);
   }
 
-  detail::Mutex mu_;
-  detail::CondVar cv_;
+  os::Mutex mu_;
+  os::CondVar cv_;
   std::deque<std::shared_ptr<Request>> queue_ CHANFLOW_GUARDED_BY(mu_);
   std::thread thread_ CHANFLOW_GUARDED_BY(mu_);
   // Set while the thread waits for work with an empty queue (it counts one thread, not an

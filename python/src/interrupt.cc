@@ -42,8 +42,8 @@
 #include <thread>
 #include <vector>
 
-#include "chanflow/core/detail/locks.h"
 #include "chanflow/core/error.h"
+#include "chanflow/core/locks.h"
 #include "chanflow/runtime/external_waiter.h"
 #include "native.h"
 
@@ -73,7 +73,7 @@ struct RunRecord {
 };
 
 struct State {
-  detail::Mutex mu;
+  os::Mutex mu;
   // Main-thread runs in progress.
   std::vector<RunRecord*> runs CHANFLOW_GUARDED_BY(mu);
   // InterruptScopes that installed the handler, and what the first of them replaced.
@@ -104,7 +104,7 @@ void watch(int read_fd) {
     if (n <= 0) return;  // the pipe broke: nothing more can come
     (void)g_sigint_count.load(std::memory_order_acquire);
     State& s = state();
-    detail::LockGuard lock(s.mu);
+    os::LockGuard lock(s.mu);
     for (RunRecord* r : s.runs) r->ctx.cancel();
   }
 }
@@ -145,7 +145,7 @@ InterruptScope::InterruptScope(const Context& ctx) {
   if (!should_install(s)) return;
   auto* record = new RunRecord{ctx};
   {
-    detail::LockGuard lock(s.mu);
+    os::LockGuard lock(s.mu);
     try {
       ensure_watcher(s);
       s.runs.push_back(record);
@@ -182,7 +182,7 @@ void InterruptScope::end() noexcept {
   State& s = state();
   auto* record = static_cast<RunRecord*>(record_);
   {
-    detail::LockGuard lock(s.mu);
+    os::LockGuard lock(s.mu);
     s.runs.erase(std::remove(s.runs.begin(), s.runs.end(), record), s.runs.end());
     if (--s.installed == 0) sigaction(SIGINT, &s.previous, nullptr);
   }

@@ -23,7 +23,7 @@
 #include <bit>
 #include <vector>
 
-#include "chanflow/core/detail/locks.h"
+#include "chanflow/core/locks.h"
 #include "chanflow/tensor/dlpack_interop.h"
 #include "chanflow/tensor/dtype.h"
 #include "native.h"
@@ -114,7 +114,7 @@ DType dtype_argument(py::handle dtype, const char* what) {
 // ran the queue is no longer used: the references are leaked rather than released into a finalizing
 // interpreter.
 struct PendingOwners {
-  detail::Mutex mu;
+  os::Mutex mu;
   std::vector<PyObject*> objects CHANFLOW_GUARDED_BY(mu);
   // A pending call is registered and has not run yet.
   bool scheduled CHANFLOW_GUARDED_BY(mu) = false;
@@ -129,7 +129,7 @@ std::atomic<bool> g_python_alive{true};
 int drain_pending(void* /*unused*/) {
   std::vector<PyObject*> objects;
   {
-    detail::LockGuard lock(pending().mu);
+    os::LockGuard lock(pending().mu);
     objects.swap(pending().objects);
     pending().scheduled = false;
   }
@@ -146,7 +146,7 @@ void release_python_reference(PyObject* owner) noexcept {
   }
   if (!g_python_alive.load(std::memory_order_acquire)) return;  // leaked at exit, see above
   PendingOwners& p = pending();
-  detail::LockGuard lock(p.mu);
+  os::LockGuard lock(p.mu);
   try {
     p.objects.push_back(owner);
   } catch (...) {
@@ -357,7 +357,7 @@ py::object wrap_tensor(Tensor t) { return py::cast(std::move(t)); }
 void release_pending_owners() {
   bool any = false;
   {
-    detail::LockGuard lock(pending().mu);
+    os::LockGuard lock(pending().mu);
     any = !pending().objects.empty();
   }
   if (any) drain_pending(nullptr);

@@ -1,5 +1,5 @@
-// env.cc — numeric CHANFLOW_* environment variables (see detail/env.h).
-#include "chanflow/core/detail/env.h"
+// env.cc — numeric CHANFLOW_* environment variables (see core/env.h).
+#include "chanflow/core/env.h"
 
 #include <cerrno>
 #include <cstdlib>
@@ -7,7 +7,7 @@
 
 #include "chanflow/core/error.h"
 
-namespace chanflow::detail {
+namespace chanflow {
 
 std::optional<int64_t> env_int(const char* name, int64_t min, int64_t max, bool size_suffix) {
   const char* value = std::getenv(name);
@@ -37,4 +37,4 @@ std::optional<int64_t> env_int(const char* name, int64_t min, int64_t max, bool 
   return n;
 }
 
-}  // namespace chanflow::detail
+}  // namespace chanflow

@@ -1,7 +1,7 @@
-// fiber_local.cc — the per-thread-of-control word (see detail/fiber_local.h).
-#include "chanflow/core/detail/fiber_local.h"
+// fiber_local.cc — the per-thread-of-control word (see core/fiber_local.h).
+#include "chanflow/core/fiber_local.h"
 
-namespace chanflow::detail {
+namespace chanflow {
 namespace {
 thread_local void* t_word = nullptr;
 }  // namespace
@@ -19,4 +19,4 @@ __attribute__((noinline)) void set_fiber_local_word(void* word) noexcept {
   asm volatile("" ::: "memory");
 }
 
-}  // namespace chanflow::detail
+}  // namespace chanflow

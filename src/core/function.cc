@@ -14,9 +14,9 @@
 
 #include "chanflow/core/array.h"
 #include "chanflow/core/boxed.h"
-#include "chanflow/core/detail/locks.h"
-#include "chanflow/core/detail/spinlock.h"
 #include "chanflow/core/json.h"
+#include "chanflow/core/locks.h"
+#include "chanflow/core/spinlock.h"
 #include "chanflow/core/string.h"
 
 namespace chanflow {
@@ -27,7 +27,7 @@ namespace {
 // store to unlock) beats a shared mutex (two read-modify-writes of its reader count per lookup)
 // even with concurrent lookups, which would all write that count's cache line anyway.
 struct Registry {
-  detail::SpinLock mu;
+  os::SpinLock mu;
   std::map<std::string, Function, std::less<>> funcs CHANFLOW_GUARDED_BY(mu);
 };
 
@@ -74,8 +74,8 @@ ObjectRef core_make_array(std::span<const ObjectRef> args) {
 }
 
 Registry* make_registry() {
-  auto* r = new Registry();       // never destroyed: see the file comment
-  detail::LockGuard lock(r->mu);  // uncontended: not shared yet
+  auto* r = new Registry();   // never destroyed: see the file comment
+  os::LockGuard lock(r->mu);  // uncontended: not shared yet
   const std::pair<const char*, ObjectRef (*)(std::span<const ObjectRef>)> builtins[] = {
       {"core.from_json", core_from_json}, {"core.make_array", core_make_array},
       {"core.to_json", core_to_json},     {"core.type_index", core_type_index},
@@ -102,7 +102,7 @@ void register_func(std::string_view name, Function f, bool override) {
   Registry& r = registry();
   Function previous;  // destroyed after the lock is released: its destructor runs user code
   {
-    detail::LockGuard lock(r.mu);
+    os::LockGuard lock(r.mu);
     auto it = r.funcs.find(name);
     if (it == r.funcs.end()) {
       r.funcs.emplace(std::string(name), std::move(f));
@@ -118,7 +118,7 @@ void register_func(std::string_view name, Function f, bool override) {
 
 std::optional<Function> get_global_func(std::string_view name) {
   Registry& r = registry();
-  detail::LockGuard lock(r.mu);
+  os::LockGuard lock(r.mu);
   auto it = r.funcs.find(name);
   if (it == r.funcs.end()) return std::nullopt;
   return it->second;
@@ -132,7 +132,7 @@ Function require_global_func(std::string_view name) {
 
 std::vector<std::string> list_global_funcs() {
   Registry& r = registry();
-  detail::LockGuard lock(r.mu);
+  os::LockGuard lock(r.mu);
   std::vector<std::string> names;
   names.reserve(r.funcs.size());
   for (const auto& entry : r.funcs) names.push_back(entry.first);
@@ -142,7 +142,7 @@ std::vector<std::string> list_global_funcs() {
 bool remove_global_func(std::string_view name) {
   Registry& r = registry();
   Function removed;  // destroyed after the lock is released: its destructor runs user code
-  detail::LockGuard lock(r.mu);
+  os::LockGuard lock(r.mu);
   auto it = r.funcs.find(name);
   if (it == r.funcs.end()) return false;
   removed = std::move(it->second);

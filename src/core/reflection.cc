@@ -2,13 +2,13 @@
 
 #include <unordered_map>
 
-#include "chanflow/core/detail/locks.h"
+#include "chanflow/core/locks.h"
 
 namespace chanflow {
 namespace {
 
 struct ReflectionTable {
-  detail::SharedMutex mutex;
+  os::SharedMutex mutex;
   std::unordered_map<uint32_t, ReflectionInfo> by_index CHANFLOW_GUARDED_BY(mutex);
 };
 
@@ -21,13 +21,13 @@ ReflectionTable& table() {
 
 void register_reflection(uint32_t type_index, ReflectionInfo info) {
   ReflectionTable& t = table();
-  detail::LockGuard lock(t.mutex);
+  os::LockGuard lock(t.mutex);
   t.by_index.emplace(type_index, info);
 }
 
 std::optional<ReflectionInfo> find_reflection(uint32_t type_index) {
   ReflectionTable& t = table();
-  detail::SharedLockGuard lock(t.mutex);
+  os::SharedLockGuard lock(t.mutex);
   auto it = t.by_index.find(type_index);
   if (it == t.by_index.end()) return std::nullopt;
   return it->second;

@@ -12,14 +12,14 @@
 #include <string>
 #include <unordered_map>
 
-#include "chanflow/core/detail/locks.h"
+#include "chanflow/core/locks.h"
 
 namespace chanflow {
 
 struct TypeRegistry::State {
   std::array<std::atomic<const TypeInfo*>, kMaxTypeIndex> table{};
   // Writers hold it exclusively, readers of the maps shared.
-  detail::SharedMutex mutex;
+  os::SharedMutex mutex;
   std::unordered_map<std::string, uint32_t> by_key CHANFLOW_GUARDED_BY(mutex);
   std::unordered_map<uint32_t, uint32_t> slots_used CHANFLOW_GUARDED_BY(mutex);  // parent -> used
   uint32_t next_dynamic CHANFLOW_GUARDED_BY(mutex) = TypeIndex::kStaticEnd;
@@ -42,7 +42,7 @@ TypeRegistry& TypeRegistry::global() {
 TypeRegistry::TypeRegistry() : state_(new State()) {
   auto* root =
       new TypeInfo{TypeIndex::kObject, TypeIndex::kObject, 0, 0, true, false, "Object", {}, {}};
-  detail::LockGuard lock(state_->mutex);  // uncontended: the registry is not shared yet
+  os::LockGuard lock(state_->mutex);  // uncontended: the registry is not shared yet
   state_->publish(root);
   state_->by_key.emplace(root->key, root->index);
 }
@@ -64,7 +64,7 @@ const TypeInfo* TypeRegistry::State::nearest_sealed_ancestor(const TypeInfo* par
 }
 
 uint32_t TypeRegistry::register_type(const detail::TypeSpec& spec) {
-  detail::LockGuard lock(state_->mutex);
+  os::LockGuard lock(state_->mutex);
   const std::string key(spec.key);
   if (auto it = state_->by_key.find(key); it != state_->by_key.end()) {
     const TypeInfo* existing = state_->table[it->second].load(std::memory_order_relaxed);
@@ -152,7 +152,7 @@ const TypeInfo* TypeRegistry::find(uint32_t index) const noexcept {
 }
 
 std::optional<uint32_t> TypeRegistry::index_of(std::string_view key) const {
-  detail::SharedLockGuard lock(state_->mutex);
+  os::SharedLockGuard lock(state_->mutex);
   auto it = state_->by_key.find(std::string(key));
   if (it == state_->by_key.end()) return std::nullopt;
   return it->second;
@@ -165,12 +165,12 @@ bool TypeRegistry::is_descendant(uint32_t child, uint32_t ancestor) const noexce
 }
 
 size_t TypeRegistry::size() const {
-  detail::SharedLockGuard lock(state_->mutex);
+  os::SharedLockGuard lock(state_->mutex);
   return state_->by_key.size();
 }
 
 std::string TypeRegistry::dump() const {
-  detail::SharedLockGuard lock(state_->mutex);
+  os::SharedLockGuard lock(state_->mutex);
   std::unordered_map<uint32_t, std::vector<uint32_t>> children;
   for (const auto& [key, index] : state_->by_key) {
     const TypeInfo* info = state_->table[index].load(std::memory_order_relaxed);

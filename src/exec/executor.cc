@@ -65,12 +65,12 @@ Scheduler& Executor::scheduler() const {
 std::shared_ptr<const PreparedProgram> Executor::prepared(const Program& program) {
   if (!program.defined()) CHANFLOW_THROW(ProgramError) << "run: the program is null";
   {
-    detail::LockGuard lock(mu_);
+    os::LockGuard lock(mu_);
     auto it = cache_.find(program.get());
     if (it != cache_.end()) return it->second.second;
   }
   std::shared_ptr<const PreparedProgram> p = exec_detail::prepare_program(program);
-  detail::LockGuard lock(mu_);
+  os::LockGuard lock(mu_);
   if (cache_.size() >= 64) cache_.clear();
   cache_.emplace(program.get(), std::make_pair(program, p));
   return p;
@@ -214,7 +214,7 @@ Scope Executor::run_impl(const Context& ctx, const Program& program,
       << "Executor::run: a go thread still holds the run's state after the group's wait";
   std::exception_ptr error;
   {
-    detail::LockGuard lock(rs->mu);  // uncontended: rs is ours alone
+    os::LockGuard lock(rs->mu);  // uncontended: rs is ours alone
     error = rs->first;
   }
   if (error) std::rethrow_exception(error);
@@ -280,7 +280,7 @@ void append_format(std::string& out, const char* format, A... args) {
 std::string Executor::trace_events_json(int64_t origin_ns) const {
   if (!trace_) return "[]";
   auto us = [origin_ns](int64_t ns) { return static_cast<double>(ns - origin_ns) / 1000.0; };
-  detail::LockGuard lock(trace_->mu);
+  os::LockGuard lock(trace_->mu);
   std::string out = "[";
   for (const auto& [id, name] : trace_->names) {
     append_format(out, R"({"name":"thread_name","ph":"M","pid":2,"tid":%lld,"args":{"name":)",

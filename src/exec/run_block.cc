@@ -88,7 +88,7 @@ void run_block(RunState& rs, int32_t b, ScopeObj* scope, ThreadRecord* thread) {
 
 void RunState::fail(const std::exception_ptr& e) {
   {
-    detail::LockGuard lock(mu);
+    os::LockGuard lock(mu);
     if (!first) {
       bool consequence = false;
       try {
@@ -121,7 +121,7 @@ void RunState::fail(const std::exception_ptr& e) {
 
 ThreadRecord* RunState::add_thread(std::string name) {
   static std::atomic<int64_t> next_id{1};
-  detail::LockGuard lock(mu);
+  os::LockGuard lock(mu);
   threads.emplace_back();
   ThreadRecord* t = &threads.back();
   t->self = std::prev(threads.end());
@@ -134,12 +134,12 @@ void RunState::remove_thread(ThreadRecord* t) {
   if (trace != nullptr && t->trace_dropped != 0) {
     trace->dropped.fetch_add(t->trace_dropped, std::memory_order_relaxed);
   }
-  detail::LockGuard lock(mu);
+  os::LockGuard lock(mu);
   threads.erase(t->self);
 }
 
 std::string RunState::describe_waiting() {
-  detail::LockGuard lock(mu);
+  os::LockGuard lock(mu);
   return describe_locked();
 }
 
@@ -166,7 +166,7 @@ void RunState::record_op(ThreadRecord& thread, const PreparedOp& op, int64_t t0,
     ++thread.trace_dropped;
     return;
   }
-  detail::LockGuard lock(trace->mu);
+  os::LockGuard lock(trace->mu);
   const auto need = static_cast<int64_t>(thread.trace_named ? 1 : 2);  // its name, once
   if (trace->max_events > 0 &&
       static_cast<int64_t>(trace->events.size() + trace->names.size()) + need > trace->max_events) {

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "chanflow/core/detail/locks.h"
+#include "chanflow/core/locks.h"
 #include "chanflow/runtime/context.h"
 #include "chanflow/runtime/group.h"
 #include "chanflow/runtime/scheduler.h"
@@ -52,7 +52,7 @@ struct OpTrace {
   // recorder that reads false takes mu and checks the bound again.
   std::atomic<bool> full{false};
   std::atomic<int64_t> dropped{0};  // relaxed: a count read after the runs it counts
-  detail::Mutex mu;
+  os::Mutex mu;
   std::vector<OpEvent> events CHANFLOW_GUARDED_BY(mu);
   std::vector<std::pair<int64_t, std::string>> names CHANFLOW_GUARDED_BY(mu);
   // The programs of the runs with events here: events point at their op type strings.
@@ -95,7 +95,7 @@ struct RunState : std::enable_shared_from_this<RunState> {
   std::atomic<int64_t> live_go{0};
   std::unique_ptr<MemoryBudget> budget;
 
-  detail::Mutex mu;
+  os::Mutex mu;
   std::exception_ptr first CHANFLOW_GUARDED_BY(mu);
   // Live threads of control (stable addresses).
   std::list<ThreadRecord> threads CHANFLOW_GUARDED_BY(mu);

@@ -1,13 +1,12 @@
 // go_machine.cc — nodes as state machines, run by green threads that hand each other the nodes
 // whose inputs are complete; values published along edges; per-run state in slots.
 //
-// Design (docs/graph.md, "Why runners"). The seed gave every node its own goroutine, parked on a
-// channel between values. That costs a parked stack per node (800 MB of stacks for a 100k-node
-// graph) and, per edge, a channel send, a wake-up and a switch onto a cold stack: 10-13x oneTBB's
-// per-node cost, measured. Here a node is still Gorgonia's GoMachine state machine (initial ->
-// waiting for input -> computing -> emitting output -> end, once per run, recorded per node in the
-// trace), but a node that waits holds no stack and no thread: its state is its slot's operand
-// count. The green threads that run nodes ("runners") are spawned per run and per unit of
+// Design (docs/graph.md, "Why runners", has the measurements). A green thread per node, parked on
+// a channel between values, would cost a parked stack per node and, per edge, a channel send, a
+// wake-up and a switch onto a cold stack. Here a node is still Gorgonia's GoMachine state machine
+// (initial -> waiting for input -> computing -> emitting output -> end, once per run, recorded per
+// node in the trace), but a node that waits holds no stack and no thread: its state is its slot's
+// operand count. The green threads that run nodes ("runners") are spawned per run and per unit of
 // parallelism, not per node:
 //
 // * Publish: a producer writes its value into each subscriber's operand position (the merge by
@@ -53,8 +52,8 @@
 #include <nlohmann/json.hpp>
 #include <span>
 
-#include "chanflow/core/detail/locks.h"
-#include "chanflow/core/detail/spinlock.h"
+#include "chanflow/core/locks.h"
+#include "chanflow/core/spinlock.h"
 #include "chanflow/runtime/chan.h"
 #include "chanflow/runtime/scheduler.h"
 #include "chanflow/runtime/select.h"
@@ -105,7 +104,7 @@ struct NodeState {
   uint32_t expected = 1;       // arrivals per run: operand count, or 1 (the kick) for sources
   Pending* pending = nullptr;  // per slot
   std::span<Tensor> out;       // per slot: the node's value in that slot's latest run
-  SpinLock trace_mu;           // two slots' runs may record at once
+  os::SpinLock trace_mu;       // two slots' runs may record at once
   std::vector<TraceEvent> trace CHANFLOW_GUARDED_BY(trace_mu);
 };
 
@@ -118,7 +117,7 @@ struct RunState {
   std::atomic<int64_t> remaining{0};
   std::atomic<bool> aborted{false};    // a node failed or the context ended: skip the ops
   std::atomic<bool> cancelled{false};  // some op was skipped or interrupted by the context
-  Mutex mu;
+  os::Mutex mu;
   // Appended to by the run's nodes (fail()).
   std::vector<MachineError::Failure> failures CHANFLOW_GUARDED_BY(mu);
 
@@ -160,7 +159,7 @@ struct GoMachineImpl {
   Chan<uint32_t> done;  // slot numbers of finished runs
   WaitGroup runners;    // live runner green threads (close and the destructor wait for them)
   // The shared stack of ready nodes (see "Sharing" above), and its size as a lock-free hint.
-  SpinLock spill_mu;
+  os::SpinLock spill_mu;
   std::vector<Ready> spill CHANFLOW_GUARDED_BY(spill_mu);
   std::atomic<std::size_t> spill_size{0};
   std::atomic<int> tickets{0};  // tickets spawned and not started yet
@@ -261,7 +260,7 @@ void GoMachineImpl::spawn_runner(std::vector<Ready> work, bool ticket) {
 // idle), and spawns a ticket unless one is on its way.
 void GoMachineImpl::share(Runner& self) {
   {
-    LockGuard lock(spill_mu);
+    os::LockGuard lock(spill_mu);
     spill.insert(spill.end(), self.ready.begin(), self.ready.end());
     spill_size.store(spill.size(), std::memory_order_relaxed);
   }
@@ -276,7 +275,7 @@ bool GoMachineImpl::refill(Runner& self) {
   if (spill_size.load(std::memory_order_relaxed) == 0) return false;
   std::size_t left = 0;
   {
-    LockGuard lock(spill_mu);
+    os::LockGuard lock(spill_mu);
     const std::size_t n = spill.size();
     if (n == 0) return false;
     const std::size_t take = (n + 1) / 2;
@@ -325,15 +324,15 @@ void GoMachineImpl::run_ready(Runner& self) {
 
 // run() called on a plain OS thread runs the graph's sequential part itself instead of sleeping
 // until a worker has run it: waking a sleeping worker and then the caller costs two cross-CPU
-// wake-ups, far more than a chain of small ops (the 10-op chain: 30 us through a worker, 3 us on
-// the caller). The caller runs the sources (the kick, at the bottom of its stack: no computation)
-// and then an op only while it is the one ready node. As soon as it holds another ready node,
-// the graph has parallel work: the caller hands its whole stack to one green runner, which shares
-// it with the workers as usual, and waits. It never shares nor takes shared work itself: a runner
-// beside every worker only contends with them. It runs built-in ops only: a custom op may block on
-// something only a green thread provides, an OS thread cannot hand its ready nodes over when it
-// blocks (park callbacks are for green threads), and run() could not return at the caller's
-// deadline while the caller is inside the op. A custom op gets a green runner of its own.
+// wake-ups, far more than a chain of small ops (docs/graph.md). The caller runs the sources (the
+// kick, at the bottom of its stack: no computation) and then an op only while it is the one ready
+// node. As soon as it holds another ready node, the graph has parallel work: the caller hands its
+// whole stack to one green runner, which shares it with the workers as usual, and waits. It never
+// shares nor takes shared work itself: a runner beside every worker only contends with them. It
+// runs built-in ops only: a custom op may block on something only a green thread provides, an OS
+// thread cannot hand its ready nodes over when it blocks (park callbacks are for green threads),
+// and run() could not return at the caller's deadline while the caller is inside the op. A custom
+// op gets a green runner of its own.
 void GoMachineImpl::run_on_caller(std::vector<Ready> work) {
   Runner self{this, std::move(work)};
   std::size_t kick = self.ready.size();  // kick entries still on the stack (its bottom)
@@ -371,7 +370,7 @@ void GoMachineImpl::run_on_caller(std::vector<Ready> work) {
 
 void GoMachineImpl::fail(RunState& r, const NodeData& n, std::exception_ptr e) {
   {
-    LockGuard lock(r.mu);
+    os::LockGuard lock(r.mu);
     r.failures.push_back(failure_of(n, std::move(e)));
   }
   r.aborted.store(true, std::memory_order_release);
@@ -467,7 +466,7 @@ void GoMachineImpl::process(Runner& self, NodeState* n, uint32_t slot) {
   // State "end".
   if (r.trace) {
     const int64_t end_ns = now_ns();
-    LockGuard lock(n->trace_mu);
+    os::LockGuard lock(n->trace_mu);
     n->trace.push_back({r.seq, TraceState::kWaiting, waiting_ns != 0 ? waiting_ns : computing_ns});
     n->trace.push_back({r.seq, TraceState::kComputing, computing_ns});
     n->trace.push_back({r.seq, TraceState::kEmitting, emitting_ns});
@@ -800,7 +799,7 @@ void GoMachine::set_tracing(bool on) {
 void GoMachine::clear_trace() {
   impl_->drain();  // an abandoned run's nodes may still be recording
   for (detail::NodeState& n : impl_->node_span()) {
-    detail::LockGuard lock(n.trace_mu);  // uncontended: drained
+    os::LockGuard lock(n.trace_mu);  // uncontended: drained
     n.trace.clear();
   }
 }
@@ -816,7 +815,7 @@ std::string GoMachine::trace_json() const {
                     {"args", {{"name", "chanflow GoMachine"}}}});
   static const char* kNames[] = {"waiting for input", "computing", "emitting output", "end"};
   for (detail::NodeState& n : m.node_span()) {
-    detail::LockGuard lock(n.trace_mu);  // uncontended: drained
+    os::LockGuard lock(n.trace_mu);  // uncontended: drained
     const int64_t tid = n.data->id + 1;
     events.push_back({{"name", "thread_name"},
                       {"ph", "M"},

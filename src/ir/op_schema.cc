@@ -114,12 +114,12 @@ std::vector<std::string> OpSchema::block_attrs() const {
 }
 
 void OpSchema::set_extension(std::shared_ptr<const OpExtension> extension) const {
-  detail::LockGuard lock(extension_mutex_);
+  os::LockGuard lock(extension_mutex_);
   extension_ = std::move(extension);
 }
 
 std::shared_ptr<const OpExtension> OpSchema::extension() const {
-  detail::LockGuard lock(extension_mutex_);
+  os::LockGuard lock(extension_mutex_);
   return extension_;
 }
 
@@ -157,7 +157,7 @@ const OpSchema& OpSchemaRegistry::add(const OpSchema& schema) {
                             << a.name << "' twice or empty";
     }
   }
-  detail::LockGuard lock(mutex_);
+  os::LockGuard lock(mutex_);
   if (schemas_.count(schema.type()) != 0) {
     CHANFLOW_THROW(Error) << "OpSchemaRegistry: op '" << schema.type() << "' is already registered";
   }
@@ -169,20 +169,20 @@ const OpSchema& OpSchemaRegistry::add(const OpSchema& schema) {
 }
 
 const OpSchema* OpSchemaRegistry::find(std::string_view type) const {
-  detail::SharedLockGuard lock(mutex_);
+  os::SharedLockGuard lock(mutex_);
   auto it = schemas_.find(type);
   return it == schemas_.end() ? nullptr : it->second.get();
 }
 
 std::vector<std::string> OpSchemaRegistry::op_types() const {
-  detail::SharedLockGuard lock(mutex_);
+  os::SharedLockGuard lock(mutex_);
   std::vector<std::string> out;
   for (const auto& [k, v] : schemas_) out.push_back(k);
   return out;
 }
 
 size_t OpSchemaRegistry::size() const {
-  detail::SharedLockGuard lock(mutex_);
+  os::SharedLockGuard lock(mutex_);
   return schemas_.size();
 }
 

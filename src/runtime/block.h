@@ -23,11 +23,17 @@
 // block() is the general form (any Lock with unlock(); the caller links and cleans up),
 // block_in() waits in one WaitQueue, block_in_all() in several at once (select). Only the
 // scheduler's own drain parks without it (it unwinds green threads on cancel, it does not throw).
+//
+// Checked locking: each takes the lock held and returns with it released (CHANFLOW_RELEASE), so
+// Clang's analysis checks that a caller holds the lock it hands over and does not touch it after.
+// Lock must be a capability (thread_annotations.h). A lock the caller took as something else (a
+// channel's lock, the timer heap's) is handed over through a scoped adapter whose constructor
+// names the lock it adopts (ChanLock, chan_ops.h).
 #pragma once
 
 #include <cstdint>
 
-#include "chanflow/core/detail/thread_annotations.h"
+#include "chanflow/core/thread_annotations.h"
 #include "chanflow/runtime/detail/wait.h"
 
 namespace chanflow::detail {
@@ -39,9 +45,11 @@ void unlock_thunk(void* lock) noexcept CHANFLOW_NO_THREAD_SAFETY_ANALYSIS {
   static_cast<Lock*>(lock)->unlock();
 }
 
-// Nothing to release: a wait that no one can end (the nil channel).
-struct NoLock {
-  void unlock() noexcept {}
+// Nothing to release: a wait that no one can end (the nil channel). A capability so that block()'s
+// annotation applies to it: the caller "takes" it with lock() before handing it over.
+struct CHANFLOW_CAPABILITY("mutex") NoLock {
+  void lock() noexcept CHANFLOW_ACQUIRE() {}
+  void unlock() noexcept CHANFLOW_RELEASE() {}
 };
 
 // Nothing extra to undo on cancel.
@@ -53,10 +61,11 @@ struct NoCleanup {
 // waiters into; `reason`, `obj` and `ws[0..n)` describe the wait (deadlock reports, traces).
 // Returns once a waker claimed `p` (p->fired: the waiter that fired; the waker's writes visible).
 // On cancel: calls on_cancel() — without `lock`, which it must retake itself to unlink — then
-// throws.
+// throws. Not analysed inside: park() releases `lock` through its callback, on the far side of
+// the switch; callers are checked against CHANFLOW_RELEASE(lock).
 template <class Lock, class OnCancel>
 void block(Lock& lock, Parker* p, WaitReason reason, const void* obj, const Waiter* ws, uint32_t n,
-           OnCancel&& on_cancel) {
+           OnCancel&& on_cancel) CHANFLOW_RELEASE(lock) CHANFLOW_NO_THREAD_SAFETY_ANALYSIS {
   p->arm(reason, obj, ws, n);
   if (park(p, &unlock_thunk<Lock>, &lock) == Parker::kCanceled) {
     on_cancel();
@@ -70,7 +79,7 @@ void block(Lock& lock, Parker* p, WaitReason reason, const void* obj, const Wait
 // also() (still under `lock`: undo what the wait announced), releases `lock` and throws.
 template <class Lock, class Also = NoCleanup>
 void block_in(Lock& lock, WaitQueue& q, Waiter& w, WaitReason reason, const void* obj,
-              Also&& also = Also{}) {
+              Also&& also = Also{}) CHANFLOW_RELEASE(lock) {
   Parker* p = current_parker();
   w.parker = p;
   q.push_back(&w);
@@ -87,7 +96,8 @@ void block_in(Lock& lock, WaitQueue& q, Waiter& w, WaitReason reason, const void
 // and unlock() take and release every one). Returns the waiter that fired, with `locks` released
 // and every other waiter unlinked. On cancel: unlinks them all and throws.
 template <class Locks, class QueueOf>
-Waiter* block_in_all(Locks& locks, Waiter* ws, uint32_t n, QueueOf&& queue_of) {
+Waiter* block_in_all(Locks& locks, Waiter* ws, uint32_t n, QueueOf&& queue_of)
+    CHANFLOW_RELEASE(locks) {
   Parker* p = current_parker();
   for (uint32_t i = 0; i < n; ++i) {
     ws[i].parker = p;

@@ -18,6 +18,13 @@ namespace {
   __builtin_unreachable();  // CHANFLOW_THROW throws at the end of the statement
 }
 
+// [[noreturn]], unlike a bare CHANFLOW_THROW statement: the lock analysis then knows the path ends.
+[[noreturn]] void throw_close_of_closed(const ChanBase* c) {
+  CHANFLOW_THROW(ChannelClosedError)
+      << "close of closed channel (chan " << static_cast<const void*>(c) << ")";
+  __builtin_unreachable();  // CHANFLOW_THROW throws at the end of the statement
+}
+
 }  // namespace
 
 ChanBase::ChanBase(std::size_t capacity, const ElemOps* ops)
@@ -53,6 +60,7 @@ ChanBase::~ChanBase() {
 
 void park_forever() {
   NoLock none;
+  none.lock();  // nothing taken; block() "releases" it
   block(none, current_parker(), WaitReason::kNilChan, nullptr, nullptr, 0, NoCleanup{});
   // Only a cancel ends the wait (nothing can claim it), and a canceled block() throws.
   CHANFLOW_CHECK(false) << "a wait on a nil channel was woken";
@@ -63,8 +71,11 @@ namespace {
 
 // With c's lock held: sends now if a receiver is parked or a slot is free, and then releases the
 // lock (and wakes the receiver) and returns true; else returns false with the lock still held.
-// On a closed channel releases the lock and throws.
-bool send_now(ChanBase* c, void* elem) {
+// On a closed channel releases the lock and throws. To the analysis: releases c's lock and holds
+// it again exactly when it returns false. Its own body is not analysed (whether it releases
+// depends on the value it returns); its callers are checked against that annotation.
+bool send_now(ChanBase* c, void* elem) CHANFLOW_RELEASE(ChanAlgo::mu(c))
+    CHANFLOW_TRY_ACQUIRE(false, ChanAlgo::mu(c)) CHANFLOW_NO_THREAD_SAFETY_ANALYSIS {
   if (ChanAlgo::is_closed(c)) {
     ChanAlgo::unlock(c);
     throw_send_on_closed(c, false);
@@ -85,8 +96,9 @@ bool send_now(ChanBase* c, void* elem) {
 
 // With c's lock held: receives now if a sender is parked or a value is buffered (1), or reports a
 // closed, drained channel (-1, `out` left as it is), releasing the lock either way; else returns 0
-// with the lock still held.
-int recv_now(ChanBase* c, void* out) {
+// with the lock still held. Annotated as send_now: released, and held again exactly on 0.
+int recv_now(ChanBase* c, void* out) CHANFLOW_RELEASE(ChanAlgo::mu(c))
+    CHANFLOW_TRY_ACQUIRE(0, ChanAlgo::mu(c)) CHANFLOW_NO_THREAD_SAFETY_ANALYSIS {
   if (Waiter* s = dequeue_claimable(ChanAlgo::sendq(c))) {
     ChanAlgo::take_from_sender(c, s, out);
     ChanAlgo::unlock(c);
@@ -158,8 +170,7 @@ void chan_close(ChanBase* c) {
   ChanAlgo::lock(c);
   if (ChanAlgo::is_closed(c)) {
     ChanAlgo::unlock(c);
-    CHANFLOW_THROW(ChannelClosedError)
-        << "close of closed channel (chan " << static_cast<const void*>(c) << ")";
+    throw_close_of_closed(c);
   }
   ChanAlgo::mark_closed(c);
   // Claim every waiter under the lock, wake them after releasing it. The claimed waiters are

@@ -5,7 +5,7 @@
 #pragma once
 
 #include "chanflow/core/check.h"
-#include "chanflow/core/detail/thread_annotations.h"
+#include "chanflow/core/thread_annotations.h"
 #include "chanflow/runtime/detail/chan_base.h"
 
 namespace chanflow::detail {
@@ -23,6 +23,10 @@ inline Waiter* dequeue_claimable(WaitQueue& q) noexcept {
 }
 
 struct ChanAlgo {
+  // c's lock, for annotations outside ChanAlgo (ChanBase's members are private to it).
+  static os::SpinLock& mu(ChanBase* c) noexcept CHANFLOW_RETURN_CAPABILITY(c->lock_) {
+    return c->lock_;
+  }
   static void lock(ChanBase* c) noexcept CHANFLOW_ACQUIRE(c->lock_) { c->lock_.lock(); }
   // Releases the lock; the channel's invariants (chan_base.h, C1-C4) must hold here, and are
   // checked in debug and sanitizer builds.
@@ -94,12 +98,22 @@ struct ChanAlgo {
   }
 };
 
-// A channel's lock as block_in() takes and releases it (block.h): an adapter over a lock the
-// caller already holds, so the analysis cannot pair its calls.
-struct ChanLock {
+// A channel's lock as block_in() takes and releases it (block.h): a scoped capability that adopts
+// c's lock, held by the caller (ChanAlgo::lock), so block_in()'s release of it is a release of
+// c->lock_ to the analysis. lock() and unlock() go through ChanAlgo (the invariant checks). Not
+// released at the end of its scope: block_in() has released it by then. The bodies are not
+// analysed: they act on c->lock_, which the analysis tracks through the adapter, not inside it.
+struct CHANFLOW_SCOPED_CAPABILITY ChanLock {
+  explicit ChanLock(ChanBase* ch) noexcept CHANFLOW_REQUIRES(ChanAlgo::mu(ch)) : c(ch) {}
+  ~ChanLock() CHANFLOW_RELEASE() {}
+  ChanLock(const ChanLock&) = delete;
+  ChanLock& operator=(const ChanLock&) = delete;
+  void lock() noexcept CHANFLOW_ACQUIRE() CHANFLOW_NO_THREAD_SAFETY_ANALYSIS { ChanAlgo::lock(c); }
+  void unlock() noexcept CHANFLOW_RELEASE() CHANFLOW_NO_THREAD_SAFETY_ANALYSIS {
+    ChanAlgo::unlock(c);
+  }
+
   ChanBase* c;
-  void lock() noexcept CHANFLOW_NO_THREAD_SAFETY_ANALYSIS { ChanAlgo::lock(c); }
-  void unlock() noexcept CHANFLOW_NO_THREAD_SAFETY_ANALYSIS { ChanAlgo::unlock(c); }
 };
 
 // Parks the caller forever (nil channel, empty select); returns only by throwing when canceled.

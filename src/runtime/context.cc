@@ -4,15 +4,15 @@
 #include <algorithm>
 #include <vector>
 
-#include "chanflow/core/detail/locks.h"
 #include "chanflow/core/error.h"
+#include "chanflow/core/locks.h"
 #include "timer.h"
 
 namespace chanflow::detail {
 
 struct ContextImpl {
   // Lock order: an ancestor's mu before a descendant's (cancel walks down holding both).
-  Mutex mu;
+  os::Mutex mu;
   Chan<Unit> done;  // nil for background
   std::exception_ptr err CHANFLOW_GUARDED_BY(mu);
   // Set with err, for pollers (context_done_flag). Relaxed: it carries no data; a poller that
@@ -29,7 +29,7 @@ struct ContextImpl {
   ~ContextImpl() {
     if (timer_armed) timer_remove(&timer);
     if (parent) {
-      LockGuard g(parent->mu);
+      os::LockGuard g(parent->mu);
       auto& c = parent->children;
       c.erase(std::remove(c.begin(), c.end(), this), c.end());
     }
@@ -41,12 +41,12 @@ struct ContextImpl {
     done_flag.store(true, std::memory_order_relaxed);
     done.close();
     for (ContextImpl* child : children) {
-      LockGuard g(child->mu);
+      os::LockGuard g(child->mu);
       child->cancel_locked(e);
     }
   }
   void cancel(const std::exception_ptr& e) {
-    LockGuard g(mu);
+    os::LockGuard g(mu);
     cancel_locked(e);
   }
 };
@@ -65,7 +65,7 @@ std::shared_ptr<ContextImpl> make_child(const Context& parent,
   impl->deadline = deadline;
   std::exception_ptr parent_err;
   if (impl->parent) {
-    LockGuard g(impl->parent->mu);
+    os::LockGuard g(impl->parent->mu);
     if (impl->parent->err) {
       parent_err = impl->parent->err;
     } else {
@@ -91,7 +91,7 @@ Context background() {
 Chan<Unit> Context::done() const { return impl_->done; }
 
 std::exception_ptr Context::err() const {
-  detail::LockGuard g(impl_->mu);
+  os::LockGuard g(impl_->mu);
   return impl_->err;
 }
 
@@ -122,7 +122,7 @@ Context with_deadline(const Context& parent, Clock::time_point t) {
     impl->cancel(std::make_exception_ptr(DeadlineExceededError("context deadline exceeded")));
     return Context(impl);
   }
-  detail::LockGuard g(impl->mu);
+  os::LockGuard g(impl->mu);
   if (!impl->err) {
     impl->timer.owner = impl.get();
     impl->timer.when = t;

@@ -12,7 +12,7 @@
 #include <cstring>
 #include <sstream>
 
-#include "chanflow/core/detail/locks.h"
+#include "chanflow/core/locks.h"
 #include "chanflow/runtime/detail/chan_base.h"
 #include "chanflow/runtime/external_waiter.h"
 #include "scheduler_impl.h"
@@ -25,7 +25,7 @@ void poke_os_waiter(Parker* p) noexcept;  // park.cc
 namespace {
 
 // The registry of schedulers and OS waiters, and the thread counts of the deadlock condition.
-detail::Mutex g_mu;
+os::Mutex g_mu;
 SchedulerImpl* g_scheds CHANFLOW_GUARDED_BY(g_mu) = nullptr;
 Parker* g_os_waiters CHANFLOW_GUARDED_BY(g_mu) = nullptr;
 std::atomic<int> g_os_waiter_count{0};
@@ -71,7 +71,7 @@ __attribute__((constructor)) void record_baseline() {
   if (pthread_create(&t, nullptr, &no_op_thread, nullptr) == 0) pthread_join(t, nullptr);
 #endif
   long n = process_threads();
-  LockGuard lock(g_mu);  // uncontended (before main), for the analysis
+  os::LockGuard lock(g_mu);  // uncontended (before main), for the analysis
   g_baseline_others = n > 0 ? n - 1 : 0;
 }
 
@@ -182,7 +182,7 @@ void set_deadlock_check_hook(void (*fn)()) noexcept {
 }
 
 void deadlock_register_scheduler(SchedulerImpl* s) {
-  LockGuard lock(g_mu);
+  os::LockGuard lock(g_mu);
   s->next_sched = g_scheds;
   s->prev_sched = nullptr;
   if (g_scheds != nullptr) g_scheds->prev_sched = s;
@@ -191,7 +191,7 @@ void deadlock_register_scheduler(SchedulerImpl* s) {
 }
 
 void deadlock_unregister_scheduler(SchedulerImpl* s) {
-  LockGuard lock(g_mu);
+  os::LockGuard lock(g_mu);
   if (s->prev_sched != nullptr) {
     s->prev_sched->next_sched = s->next_sched;
   } else {
@@ -202,7 +202,7 @@ void deadlock_unregister_scheduler(SchedulerImpl* s) {
 }
 
 void os_waiter_add(Parker* p) {
-  LockGuard lock(g_mu);
+  os::LockGuard lock(g_mu);
   p->prev_os = nullptr;
   p->next_os = g_os_waiters;
   if (g_os_waiters != nullptr) g_os_waiters->prev_os = p;
@@ -211,7 +211,7 @@ void os_waiter_add(Parker* p) {
 }
 
 void os_waiter_remove(Parker* p) {
-  LockGuard lock(g_mu);
+  os::LockGuard lock(g_mu);
   if (p->prev_os != nullptr) {
     p->prev_os->next_os = p->next_os;
   } else {
@@ -224,13 +224,13 @@ void os_waiter_remove(Parker* p) {
 
 void deadlock_poke() noexcept {
   if (g_os_waiter_count.load(std::memory_order_seq_cst) == 0) return;
-  LockGuard lock(g_mu);
+  os::LockGuard lock(g_mu);
   if (condition_locked() == DeadlockState::kNo) return;
   for (Parker* p = g_os_waiters; p != nullptr; p = p->next_os) poke_os_waiter(p);
 }
 
 DeadlockState deadlock_check_and_cancel(Parker* p, std::string* report) {
-  LockGuard lock(g_mu);
+  os::LockGuard lock(g_mu);
   DeadlockState d = condition_locked();
   if (d != DeadlockState::kYes) return d;
   // A scheduler draining is not a user call that can fail: it unwinds what is left instead,
@@ -264,7 +264,7 @@ namespace chanflow {
 
 ScopedExternalWaiter::ScopedExternalWaiter() {
   {
-    detail::LockGuard lock(detail::g_mu);
+    os::LockGuard lock(detail::g_mu);
     ++detail::g_external_waiters;
   }
   // Waiters that saw this thread as a foreign one recheck now instead of at their next poll.
@@ -272,12 +272,12 @@ ScopedExternalWaiter::ScopedExternalWaiter() {
 }
 
 ScopedExternalWaiter::~ScopedExternalWaiter() {
-  detail::LockGuard lock(detail::g_mu);
+  os::LockGuard lock(detail::g_mu);
   --detail::g_external_waiters;
 }
 
 void count_preexisting_threads_as_plain(long n) noexcept {
-  detail::LockGuard lock(detail::g_mu);
+  os::LockGuard lock(detail::g_mu);
   detail::g_baseline_others = std::max(0L, detail::g_baseline_others - std::max(0L, n));
 }
 

@@ -8,7 +8,7 @@
 #include <mutex>
 #include <vector>
 
-#include "chanflow/core/detail/fiber_local.h"
+#include "chanflow/core/fiber_local.h"
 #include "sanitizer.h"
 #include "scheduler_impl.h"
 
@@ -110,9 +110,9 @@ boost::context::fiber make_task_fiber(Task* t, char* top) noexcept {
                                  set_fiber_local_word(nullptr);
                                  task_body(t);
                                  // The last switch, always to the worker's own context (no
-                                 // hand-off): the worker frees this stack on its own hot stack.
-                                 // Settling a finished task on the next task's stack (cold in a
-                                 // long chain) made the 10k daisy chain 20-40 % slower on 1 worker.
+                                 // hand-off): the worker frees this stack on its own hot stack,
+                                 // not on the next task's, which in a long chain is cold
+                                 // (docs/runtime.md, "Scheduler").
                                  // No fake stack to keep: this stack is dead from here on.
                                  Worker* w = t->worker;
                                  san::start_switch(nullptr, w->stack_bottom, w->stack_size);
@@ -135,7 +135,7 @@ void leave_task(Task* t, Task* next) noexcept {
   // needs to (task.h: resume_lines; scheduler.cc: prefetch_if_cold).
   t->resume_sp = __builtin_frame_address(0);
   t->park_tick = t->worker->dispatches.load(std::memory_order_relaxed);
-  // The fiber-local word follows t (detail/fiber_local.h): kept on t's stack while it is away,
+  // The fiber-local word follows t (core/fiber_local.h): kept on t's stack while it is away,
   // put back on whichever worker resumes it.
   void* const word = fiber_local_word();
   boost::context::fiber from = switch_from_task(t->worker, next, &t->asan_fake);

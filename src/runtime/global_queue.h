@@ -16,8 +16,9 @@
 #include <memory>
 #include <new>
 
-#include "chanflow/core/detail/locks.h"
-#include "chanflow/core/detail/spinlock.h"
+#include "chanflow/core/cache_line.h"
+#include "chanflow/core/locks.h"
+#include "chanflow/core/spinlock.h"
 #include "task.h"
 
 namespace chanflow::detail {
@@ -36,7 +37,7 @@ class GlobalQueue {
   // Appends ts[0, n) in order. Thread-safe. Grows the ring when full; the process ends with a
   // message if that allocation fails (a pointer array: memory is already exhausted).
   void push(Task* const* ts, std::size_t n) noexcept {
-    LockGuard lock(lock_);
+    os::LockGuard lock(lock_);
     if (count_ + n > cap_) grow(count_ + n);
     for (std::size_t i = 0; i < n; ++i) buf_[(head_ + count_ + i) & (cap_ - 1)] = ts[i];
     count_ += n;
@@ -48,7 +49,7 @@ class GlobalQueue {
   template <typename Share>
   std::size_t pop(Task** out, std::size_t max, Share share) noexcept {
     if (size_.load(std::memory_order_acquire) == 0) return 0;
-    LockGuard lock(lock_);
+    os::LockGuard lock(lock_);
     const std::size_t n = std::min<std::size_t>({count_, max, share(count_)});
     for (std::size_t i = 0; i < n; ++i) out[i] = buf_[(head_ + i) & (cap_ - 1)];
     head_ = (head_ + n) & (cap_ - 1);
@@ -74,12 +75,12 @@ class GlobalQueue {
 
   static constexpr std::size_t kInitialCapacity = 1024;  // a power of two, like every capacity
 
-  SpinLock lock_;
+  os::SpinLock lock_;
   std::unique_ptr<Task*[]> buf_ CHANFLOW_GUARDED_BY(lock_);
   std::size_t cap_ CHANFLOW_GUARDED_BY(lock_) = 0;
   std::size_t head_ CHANFLOW_GUARDED_BY(lock_) = 0;
   std::size_t count_ CHANFLOW_GUARDED_BY(lock_) = 0;
-  alignas(64) std::atomic<std::size_t> size_{0};
+  alignas(kCacheLine) std::atomic<std::size_t> size_{0};
 };
 
 }  // namespace chanflow::detail

@@ -20,7 +20,7 @@ void Group::State::fail(std::exception_ptr e) {
     return;
   }
   {
-    detail::LockGuard g(mu);
+    os::LockGuard g(mu);
     if (!first) first = std::move(e);
   }
   ctx.cancel();
@@ -31,7 +31,7 @@ void Group::wait() {
   state_->ctx.cancel();
   std::exception_ptr e;
   {
-    detail::LockGuard g(state_->mu);
+    os::LockGuard g(state_->mu);
     e = state_->first;
   }
   if (e) std::rethrow_exception(e);

@@ -1,7 +1,7 @@
 // mutex.cc — a fair, parking mutex: uncontended paths are one CAS; contended unlock hands off.
 #include "chanflow/runtime/mutex.h"
 
-#include <mutex>
+#include "chanflow/core/locks.h"
 
 #include "block.h"
 
@@ -53,7 +53,7 @@ void Mutex::unlock() {
   }
   detail::Waiter* next = nullptr;
   {
-    std::lock_guard<detail::SpinLock> g(lock_);
+    os::LockGuard g(lock_);
     while (detail::Waiter* w = waiters_.pop_front()) {
       if (w->parker->try_claim()) {
         next = w;

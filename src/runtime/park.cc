@@ -50,8 +50,7 @@ thread_local std::string t_deadlock_report;
 // involving this thread is reported this much later (a poke, see deadlock_poke, still checks at
 // once). Not shorter: a futex timeout that expires before the next scheduler tick makes the
 // kernel reprogram the timer hardware at every wait, which on a virtual machine costs more than
-// the check saves (an OS-thread ping-pong over Chan<int> took 11.6 us a round trip with a 1 ms
-// timeout or 2 ms, 4.5 us with 5 ms to 50 ms, 5.4 us with no timeout).
+// the check saves (docs/runtime.md, "Design notes").
 constexpr long kCheckPeriodNs = 50L * 1000 * 1000;  // 50 ms
 
 uint32_t os_park(Parker* p, void (*unlock)(void*), void* arg) {

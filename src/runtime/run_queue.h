@@ -21,6 +21,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "chanflow/core/cache_line.h"
 #include "task.h"
 
 namespace chanflow::detail {
@@ -141,10 +142,10 @@ class RunQueue {
   }
 
  private:
-  alignas(64) std::atomic<uint32_t> top_;
-  alignas(64) std::atomic<uint32_t> bottom_;
+  alignas(kCacheLine) std::atomic<uint32_t> top_;
+  alignas(kCacheLine) std::atomic<uint32_t> bottom_;
   bool stealable_ = true;
-  alignas(64) std::atomic<Task*> buf_[kSize] = {};
+  alignas(kCacheLine) std::atomic<Task*> buf_[kSize] = {};
 };
 
 }  // namespace chanflow::detail

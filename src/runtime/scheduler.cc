@@ -14,9 +14,9 @@
 #include <string>
 
 #include "chanflow/core/check.h"
-#include "chanflow/core/detail/env.h"
-#include "chanflow/core/detail/locks.h"
+#include "chanflow/core/env.h"
 #include "chanflow/core/error.h"
+#include "chanflow/core/locks.h"
 #include "chanflow/runtime/functions.h"
 #include "deadlock.h"
 #include "fiber_switch.h"
@@ -32,6 +32,15 @@ thread_local Worker* t_worker = nullptr;
 
 // The largest CHANFLOW_STACK_SIZE accepted: every green thread reserves this much address space.
 constexpr int64_t kMaxStackSize = int64_t{1} << 30;
+// The usable stack of a green thread unless SchedulerOptions or CHANFLOW_STACK_SIZE say otherwise
+// (docs/runtime.md, "Stacks").
+constexpr std::size_t kDefaultStackSize = std::size_t{256} * 1024;
+// The largest callable go() places on a new green thread's stack, as a fraction of the stack: the
+// rest is left for the frames it runs.
+constexpr std::size_t kMaxCallableShareOfStack = 4;
+// The alignment of a callable on a new stack at least: x86-64's and AArch64's ABIs keep stacks
+// 16-byte aligned.
+constexpr std::size_t kStackAlign = 16;
 
 // A full fence between a push and the idle check (pusher side) or between announcing idleness and
 // the queue re-check (worker side). TSan does not model fences (GCC rejects them under
@@ -44,9 +53,9 @@ inline void full_fence() noexcept { g_fence_word.fetch_add(0, std::memory_order_
 inline void full_fence() noexcept { std::atomic_thread_fence(std::memory_order_seq_cst); }
 #endif
 
-// Increments a counter only its owner thread writes: a plain release store, not a locked RMW (a
-// full barrier: two per park/wake pair showed up as a quarter of 1-worker ping-pong). Readers
-// fence first (active_count).
+// Increments a counter only its owner thread writes: a plain release store, not a locked RMW,
+// which is a full barrier, and a park/wake pair bumps two counters (docs/runtime.md, "Design
+// notes"). Readers fence first (active_count).
 inline void bump(std::atomic<uint64_t>& c) noexcept {
   c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_release);
 }
@@ -54,8 +63,8 @@ inline void bump(std::atomic<uint64_t>& c) noexcept {
 // Every this many dispatches is a fairness turn (Go: 61), on which a worker looks past its runnext
 // slot and its newest local task. The turns alternate: the global queue's head first, then the
 // oldest local task first. Both must get turns of their own: yield() keeps the global queue
-// non-empty, and when the global queue went first on every turn, 61 yield loops on one worker
-// starved the oldest local task forever (a review found it).
+// non-empty, so were the global queue first on every turn, a worker running yield loops would
+// never reach its oldest local task (Scheduler.OldestLocalTaskRunsAmongYieldLoops).
 constexpr uint32_t kFairnessPeriod = 61;
 
 enum class Turn { kNormal, kGlobalFirst, kOldestLocalFirst };
@@ -70,6 +79,14 @@ constexpr int64_t kRunnextGraceNs = 3000;
 
 // Pause iterations an idle worker polls for work before it sleeps (tens of microseconds).
 constexpr int kIdleSpins = 2048;
+// Pauses between an idle worker's looks for work while it spins: a look reads every worker's
+// queue, lines their owners write, so looking on every pause would slow the owners down.
+constexpr int kIdleSpinsPerLook = 64;
+static_assert((kIdleSpinsPerLook & (kIdleSpinsPerLook - 1)) == 0, "a power of two (a mask)");
+
+// Rounds over every other worker an idle worker makes for a task to steal before it spins; only
+// the last round may take a busy worker's runnext (after kRunnextGraceNs).
+constexpr int kStealRounds = 4;
 
 // Runnext backoff bounds: after a grace steal fails because its victim kept dispatching, an idle
 // worker ignores runnext slots for this long, doubling per failure in a row (see steal).
@@ -133,7 +150,7 @@ std::size_t default_stack_size() {
           env_int("CHANFLOW_STACK_SIZE", 1, kMaxStackSize, /*size_suffix=*/true)) {
     return static_cast<std::size_t>(*v);
   }
-  return std::size_t{256} * 1024;
+  return kDefaultStackSize;
 }
 
 [[noreturn]] void die_of_exception(const Task* t, const char* what) {
@@ -380,7 +397,7 @@ void SchedulerImpl::task_finished(Worker* w, Task* t) {
   if (drain_waiter.load(std::memory_order_seq_cst) == nullptr) return;
   Parker* waiter = nullptr;
   {
-    LockGuard lock(drain_lock);
+    os::LockGuard lock(drain_lock);
     Parker* d = drain_waiter.load(std::memory_order_relaxed);
     if (d != nullptr && live_count() == 0) {
       drain_waiter.store(nullptr, std::memory_order_relaxed);
@@ -527,9 +544,9 @@ Task* SchedulerImpl::steal(Worker* thief, Worker* victim, bool take_runnext) {
         // The victim hands off faster than the grace: a ping-pong, a buffered pipeline, a chain.
         // Stealing would only move the hand-offs to another CPU, and polling its runnext and
         // dispatch count — lines it writes on every hand-off — costs it a cache miss each time
-        // (2 workers: ping-pong 144-150 -> 108-122 ns, buffered(128) 218-224 -> 179-185 when the
-        // poller stayed away). So back off from every runnext, doubling up to 64 µs: a victim
-        // that switches to a long task gets its runnext taken within about that.
+        // (docs/runtime.md, "Scheduler"). So back off from every runnext, doubling up to
+        // kRunnextBackoffMaxNs: a victim that switches to a long task gets its runnext taken
+        // within about that.
         thief->runnext_backoff_ns =
             std::clamp(thief->runnext_backoff_ns * 2, kRunnextBackoffMinNs, kRunnextBackoffMaxNs);
         thief->runnext_quiet_until = steady_ns() + thief->runnext_backoff_ns;
@@ -602,12 +619,12 @@ Task* SchedulerImpl::find_work(Worker* w) {
         w->spinning = true;
         nspinning.fetch_add(1, std::memory_order_seq_cst);
       }
-      for (int round = 0; round < 4 && t == nullptr; ++round) {
+      for (int round = 0; round < kStealRounds && t == nullptr; ++round) {
         const int start = static_cast<int>(next_random(w->rng) % static_cast<uint64_t>(nworkers));
         for (int i = 0; i < nworkers && t == nullptr; ++i) {
           Worker* v = workers[static_cast<std::size_t>((start + i) % nworkers)].get();
           if (v == w) continue;
-          t = steal(w, v, round == 3 && !runnext_quiet);
+          t = steal(w, v, round == kStealRounds - 1 && !runnext_quiet);
         }
       }
     }
@@ -624,7 +641,9 @@ Task* SchedulerImpl::find_work(Worker* w) {
 #if defined(__x86_64__) || defined(__i386__)
         __builtin_ia32_pause();
 #endif
-        if ((i & 63) == 63) found = any_work(/*with_runnext=*/!runnext_quiet);
+        if ((i & (kIdleSpinsPerLook - 1)) == kIdleSpinsPerLook - 1) {
+          found = any_work(/*with_runnext=*/!runnext_quiet);
+        }
       }
       if (found) continue;
       // Backing off: keep spinning, blind to runnext slots, until the backoff ends; the sleep
@@ -678,10 +697,11 @@ Task* SchedulerImpl::find_work(Worker* w) {
 namespace {
 // park() with `lock` released by its callback. Annotated as that release, so drain() stays checked;
 // not analysed itself: the analysis cannot follow a release through a function pointer.
-uint32_t park_releasing(Parker* p, SpinLock& lock)
+uint32_t park_releasing(Parker* p, os::SpinLock& lock)
     CHANFLOW_RELEASE(lock) CHANFLOW_NO_THREAD_SAFETY_ANALYSIS {
   return park(
-      p, [](void* l) CHANFLOW_NO_THREAD_SAFETY_ANALYSIS { static_cast<SpinLock*>(l)->unlock(); },
+      p,
+      [](void* l) CHANFLOW_NO_THREAD_SAFETY_ANALYSIS { static_cast<os::SpinLock*>(l)->unlock(); },
       &lock);
 }
 }  // namespace
@@ -703,7 +723,7 @@ void SchedulerImpl::drain() {
     if (st != Parker::kCanceled) continue;
     // Every remaining green thread is parked forever: unwind them (Go drops them at exit).
     {
-      LockGuard lock(drain_lock);
+      os::LockGuard lock(drain_lock);
       if (drain_waiter.load(std::memory_order_relaxed) == p) {
         drain_waiter.store(nullptr, std::memory_order_relaxed);
       }
@@ -718,7 +738,7 @@ void SchedulerImpl::drain() {
 
 SpawnSlot spawn_begin(SchedulerImpl* s, std::string&& name, std::size_t fn_size,
                       std::size_t fn_align) {
-  if (fn_size > s->pool.usable() / 4) {
+  if (fn_size > s->pool.usable() / kMaxCallableShareOfStack) {
     CHANFLOW_THROW(Error) << "go: the callable (" << fn_size << " bytes) does not fit a green "
                           << "thread's stack of " << s->pool.usable() << " bytes";
   }
@@ -731,7 +751,7 @@ SpawnSlot spawn_begin(SchedulerImpl* s, std::string&& name, std::size_t fn_size,
   t->sched = s;
   t->name = std::move(name);
   t->parker.task = t;
-  const std::size_t align = std::max<std::size_t>(fn_align, 16);
+  const std::size_t align = std::max<std::size_t>(fn_align, kStackAlign);
   auto fn_addr = (reinterpret_cast<std::uintptr_t>(t) - fn_size) & ~(align - 1);
   t->fn = reinterpret_cast<void*>(fn_addr);  // NOLINT(performance-no-int-to-ptr): aligning down
   return SpawnSlot{t, t->fn};

@@ -7,7 +7,8 @@
 #include <thread>
 #include <vector>
 
-#include "chanflow/core/detail/spinlock.h"
+#include "chanflow/core/cache_line.h"
+#include "chanflow/core/spinlock.h"
 #include "chanflow/runtime/scheduler.h"
 #include "global_queue.h"
 #include "run_queue.h"
@@ -24,7 +25,7 @@ namespace chanflow::detail {
 // `spawned` and `finished` change by seq_cst read-modify-writes (live_count and ~Scheduler's
 // Dekker pair need them); a worker's `woken` and `parked`, on every park and wake-up, by plain
 // release stores of its own thread (SchedulerImpl::active_count explains why that suffices).
-struct alignas(64) TaskCounts {
+struct alignas(kCacheLine) TaskCounts {
   std::atomic<uint64_t> spawned{0};
   std::atomic<uint64_t> finished{0};
   std::atomic<uint64_t> woken{0};   // made runnable again after a park
@@ -38,13 +39,13 @@ struct Worker {
   RunQueue rq;
   // The task to run next (Go's runnext): a green thread woken by the running one, so ping-pong
   // partners alternate on one worker without touching the queues. Thieves take it only last.
-  alignas(64) std::atomic<Task*> runnext{nullptr};
+  alignas(kCacheLine) std::atomic<Task*> runnext{nullptr};
   // 1 while the worker sleeps; a waker exchanges it to 0 and futex-wakes.
-  alignas(64) std::atomic<uint32_t> sleep_word{0};
+  alignas(kCacheLine) std::atomic<uint32_t> sleep_word{0};
   // Tasks this worker dispatched (written by the owner only): a thief about to take runnext waits
   // briefly for this to move, which says the owner got to run it itself.
-  alignas(64) std::atomic<uint64_t> dispatches{0};
-  alignas(64) Task* current = nullptr;
+  alignas(kCacheLine) std::atomic<uint64_t> dispatches{0};
+  alignas(kCacheLine) Task* current = nullptr;
   // The worker's own context (its scheduling loop), suspended while a task runs; the task
   // switches back to it when it finds no local task to hand off to (fiber_switch.h).
   boost::context::fiber home;
@@ -131,18 +132,18 @@ struct SchedulerImpl {
 
   GlobalQueue gq;
 
-  alignas(64) std::atomic<int> nspinning{0};
+  alignas(kCacheLine) std::atomic<int> nspinning{0};
   std::atomic<int> nidle{0};
   std::atomic<bool> stopping{false};
 
   // Threads outside this scheduler (OS threads, the timer thread, other schedulers' workers)
   // currently inside ready(). The task such a waker readies may run and finish before the waker
   // returns, so ~Scheduler waits for this to reach 0 before freeing the workers wake_idle reads.
-  alignas(64) std::atomic<int> external_wakers{0};
+  alignas(kCacheLine) std::atomic<int> external_wakers{0};
 
   // Accounting for threads that are not this scheduler's workers.
   TaskCounts external;
-  alignas(64) std::atomic<uint64_t> next_id{1};
+  alignas(kCacheLine) std::atomic<uint64_t> next_id{1};
 
   // Green threads spawned and not finished. A consistent total: it reads every shard's `finished`
   // before any `spawned`, so a 0 means that at one instant no green thread was alive (never an
@@ -179,7 +180,7 @@ struct SchedulerImpl {
   // ~Scheduler's wait for the last green thread: drain() publishes its parker here (seq_cst) and
   // then reads live_count(); a finishing task bumps its `finished` (seq_cst) and then reads this.
   // One of the two sees the other, so the last exit is never missed.
-  alignas(64) SpinLock drain_lock;
+  alignas(kCacheLine) os::SpinLock drain_lock;
   std::atomic<Parker*> drain_waiter{nullptr};
 
   SchedulerImpl* next_sched = nullptr;  // deadlock registry

@@ -33,15 +33,17 @@ uint32_t fast_random(uint32_t n) noexcept {
   return static_cast<uint32_t>((static_cast<uint64_t>(static_cast<uint32_t>(r)) * n) >> 32);
 }
 
-// The locks of every channel of a select, taken in address order (no two selects deadlock).
-struct Locks {
+// The locks of every channel of a select, taken in address order (no two selects deadlock). One
+// capability to the analysis, standing for all of them; lock() and unlock() are not analysed
+// inside (a loop over several channels' locks, which the analysis cannot follow).
+struct CHANFLOW_CAPABILITY("mutex") Locks {
   ChanBase** chans;  // sorted by address, duplicates removed
   std::size_t n;
 
-  void lock() noexcept {
+  void lock() noexcept CHANFLOW_ACQUIRE() CHANFLOW_NO_THREAD_SAFETY_ANALYSIS {
     for (std::size_t i = 0; i < n; ++i) ChanAlgo::lock(chans[i]);
   }
-  void unlock() noexcept {
+  void unlock() noexcept CHANFLOW_RELEASE() CHANFLOW_NO_THREAD_SAFETY_ANALYSIS {
     // Copy both before releasing a lock: once the last is released the select may return and
     // its frame (which holds this object and the array) may be gone.
     const std::size_t count = n;

@@ -63,11 +63,17 @@ void unregister_chunk(int index) {
 // mappings. We use at most half of vm.max_map_count minus a reserve for everything else.
 std::atomic<long> g_guard_budget{-1};
 
+// Linux's default vm.max_map_count, assumed when /proc does not tell.
+constexpr long kDefaultMaxMapCount = 65530;
+// Mappings of the guard pages' half of vm.max_map_count left to everything else (the heap's
+// arenas, libraries, OS threads' stacks and guards).
+constexpr long kMapReserve = 8192;
+
 long init_budget() {
-  long max_maps = 65530;
+  long max_maps = kDefaultMaxMapCount;
   std::ifstream f("/proc/sys/vm/max_map_count");
   if (f) f >> max_maps;
-  long budget = (max_maps / 2 - 8192) / 2;
+  long budget = (max_maps / 2 - kMapReserve) / 2;
   return budget > 0 ? budget : 0;
 }
 
@@ -257,7 +263,7 @@ StackSlot StackPool::acquire() {
   StackSlot s;
   std::size_t fresh = 0;
   {
-    LockGuard lock(mu_);
+    os::LockGuard lock(mu_);
     take_locked(&s, 1, &fresh);
   }
   if (fresh != 0 && s.guard == 0) write_canary(s.base);
@@ -268,7 +274,7 @@ StackSlot StackPool::acquire(Cache& cache) {
   if (cache.count == 0) {
     std::size_t fresh = 0;
     {
-      LockGuard lock(mu_);
+      os::LockGuard lock(mu_);
       cache.count = take_locked(cache.slots, Cache::kCacheBatch, &fresh);
     }
     for (std::size_t i = cache.count - fresh; i < cache.count; ++i) {
@@ -282,7 +288,7 @@ StackSlot StackPool::acquire(Cache& cache) {
 }
 
 void StackPool::release(StackSlot slot) noexcept {
-  LockGuard lock(mu_);
+  os::LockGuard lock(mu_);
   warm_.push_back(slot);
   warm_count_.store(warm_.size(), std::memory_order_relaxed);
 }
@@ -290,7 +296,7 @@ void StackPool::release(StackSlot slot) noexcept {
 void StackPool::release(Cache& cache, StackSlot slot) noexcept {
   if (cache.count == Cache::kCacheSize) {
     // The oldest half goes back; the most recently used (hottest) stay.
-    LockGuard lock(mu_);
+    os::LockGuard lock(mu_);
     for (std::size_t i = 0; i < Cache::kCacheBatch; ++i) warm_.push_back(cache.slots[i]);
     warm_count_.store(warm_.size(), std::memory_order_relaxed);
     for (std::size_t i = Cache::kCacheBatch; i < Cache::kCacheSize; ++i) {
@@ -303,7 +309,7 @@ void StackPool::release(Cache& cache, StackSlot slot) noexcept {
 
 int64_t StackPool::trim(int64_t now_ns) noexcept {
   if (warm_count_.load(std::memory_order_relaxed) <= kKeepWarm) return 0;
-  LockGuard lock(mu_);
+  os::LockGuard lock(mu_);
   if (trim_epoch_ns_ == 0 || now_ns < trim_epoch_ns_) {  // first excess: start watching it
     trim_epoch_ns_ = now_ns;
     low_water_ = warm_.size();

@@ -15,7 +15,7 @@
 #include <memory>
 #include <vector>
 
-#include "chanflow/core/detail/locks.h"
+#include "chanflow/core/locks.h"
 #include "chanflow/runtime/scheduler.h"
 
 namespace chanflow::detail {
@@ -81,7 +81,7 @@ class StackPool {
   // Holds the pool's lock; the caller must know the owners cannot go away meanwhile.
   template <typename F>
   void for_each_owner(F&& fn) {
-    LockGuard lock(mu_);
+    os::LockGuard lock(mu_);
     for (const Chunk& c : chunks_) {
       for (std::size_t i = 0; i < c.slots; ++i) {
         if (void* o = c.owners[i].load(std::memory_order_acquire)) fn(o);
@@ -109,7 +109,7 @@ class StackPool {
   std::size_t usable_;
   std::size_t page_;
   StackGuard mode_;
-  Mutex mu_;
+  os::Mutex mu_;
   // In all chunks; free_ and warm_ reserve this much.
   std::size_t total_slots_ CHANFLOW_GUARDED_BY(mu_) = 0;
   // Never used or trimmed: pages not resident.

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "chanflow/core/cache_line.h"
 #include "chanflow/runtime/detail/wait.h"
 #include "stack_pool.h"
 
@@ -42,16 +43,21 @@ struct Task {
   ScopedParkCallback* park_callbacks = nullptr;
 };
 
-// The task header's address in a slot whose top is `top`.
+// The task header's address in a slot whose top is `top`: the highest kCacheLine-aligned address
+// with room for it, so the header starts a line.
 inline Task* task_at(char* top) noexcept {
   auto addr = reinterpret_cast<std::uintptr_t>(top) - sizeof(Task);
-  addr &= ~static_cast<std::uintptr_t>(63);
+  addr &= ~static_cast<std::uintptr_t>(kCacheLine - 1);
   return reinterpret_cast<Task*>(addr);
 }
 
 // Bytes of a suspended task's stack, from just below its resume_sp up, that are loaded ahead of
 // resuming it.
 inline constexpr std::size_t kResumePrefetchBytes = 1152;
+// Where that span starts: this far below a suspended task's resume_sp (the registers its switch
+// saved), or below a new task's callable (the fiber record Boost.Context placed there).
+inline constexpr std::size_t kSavedRegistersBytes = 128;
+inline constexpr std::size_t kFiberRecordBytes = 512;
 
 // A span of a stack, [from, to).
 struct StackLines {
@@ -66,9 +72,9 @@ struct StackLines {
 inline StackLines resume_lines(const Task* t) noexcept {
   const char* from = nullptr;
   if (t->resume_sp != nullptr) {
-    from = static_cast<const char*>(t->resume_sp) - 128;
+    from = static_cast<const char*>(t->resume_sp) - kSavedRegistersBytes;
   } else if (t->fn != nullptr) {
-    from = static_cast<const char*>(t->fn) - 512;
+    from = static_cast<const char*>(t->fn) - kFiberRecordBytes;
   } else {
     return {};
   }
@@ -80,7 +86,7 @@ inline StackLines resume_lines(const Task* t) noexcept {
 
 // Starts loading `lines` for writing; never faults, whatever the addresses hold by then.
 inline void prefetch_lines(StackLines lines) noexcept {
-  for (const char* p = lines.from; p < lines.to; p += 64) __builtin_prefetch(p, 1, 3);
+  for (const char* p = lines.from; p < lines.to; p += kCacheLine) __builtin_prefetch(p, 1, 3);
 }
 
 // The name shown for a task: its own, or "#<id>".

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "block.h"
-#include "chanflow/core/detail/spinlock.h"
+#include "chanflow/core/spinlock.h"
 #include "chanflow/runtime/scheduler.h"
 #include "chanflow/runtime/timer.h"
 #include "deadlock.h"
@@ -25,7 +25,7 @@ class TimerService {
     return *kService;
   }
 
-  SpinLock& lock() noexcept { return lock_; }
+  os::SpinLock& lock() noexcept CHANFLOW_RETURN_CAPABILITY(lock_) { return lock_; }
 
   // lock() held. Returns whether the entry is the earliest: then call notify() after unlocking.
   bool add_locked(TimerEntry* e) {
@@ -50,7 +50,7 @@ class TimerService {
   }
 
   bool remove(TimerEntry* e) {
-    std::unique_lock<SpinLock> g(lock_);
+    std::unique_lock<os::SpinLock> g(lock_);
     if (e->index >= 0) {
       erase(e->index);
       pending_.fetch_sub(1, std::memory_order_seq_cst);
@@ -146,7 +146,7 @@ class TimerService {
     }
   }
 
-  SpinLock lock_;
+  os::SpinLock lock_;
   std::vector<TimerEntry*> heap_;
   uint64_t seq_ = 0;
   TimerEntry* firing_ = nullptr;
@@ -164,7 +164,7 @@ void timer_add(TimerEntry* e) {
   TimerService& ts = TimerService::get();
   bool earliest = false;
   {
-    std::lock_guard<SpinLock> g(ts.lock());
+    std::lock_guard<os::SpinLock> g(ts.lock());
     earliest = ts.add_locked(e);
   }
   if (earliest) ts.notify();
@@ -181,11 +181,20 @@ struct SleepTimer : TimerEntry {
 };
 
 // The timer heap's lock, as a sleeper releases it when it parks: then tells the timer thread about
-// its deadline if it is the earliest.
-struct SleepUnlock {
+// its deadline if it is the earliest. A scoped capability adopting the heap's lock (held by the
+// caller), so block()'s release of it is a release of that lock to the analysis; not released at
+// the end of its scope (block() has released it). unlock() is not analysed inside: it acts on the
+// adopted lock, which the analysis tracks through the adapter.
+struct CHANFLOW_SCOPED_CAPABILITY SleepUnlock {
+  SleepUnlock(TimerService* service, bool first) CHANFLOW_REQUIRES(service->lock())
+      : ts(service), earliest(first) {}
+  ~SleepUnlock() CHANFLOW_RELEASE() {}
+  SleepUnlock(const SleepUnlock&) = delete;
+  SleepUnlock& operator=(const SleepUnlock&) = delete;
+
   TimerService* ts;
   bool earliest;
-  void unlock() {
+  void unlock() CHANFLOW_RELEASE() CHANFLOW_NO_THREAD_SAFETY_ANALYSIS {
     TimerService* const service = ts;
     const bool first = earliest;  // read before the unlock lets the sleeper go
     service->lock().unlock();

@@ -12,9 +12,9 @@
 #include <string_view>
 #include <vector>
 
-#include "chanflow/core/detail/locks.h"
-#include "chanflow/core/detail/spinlock.h"
 #include "chanflow/core/error.h"
+#include "chanflow/core/locks.h"
+#include "chanflow/core/spinlock.h"
 #include "task.h"
 #include "trace_impl.h"
 
@@ -32,7 +32,7 @@ struct Event {
 };
 
 struct ThreadBuffer {
-  SpinLock lock;  // uncontended except while a reader renders
+  os::SpinLock lock;  // uncontended except while a reader renders
   std::vector<Event> events CHANFLOW_GUARDED_BY(lock);
   std::vector<std::pair<uint64_t, std::string>> names CHANFLOW_GUARDED_BY(lock);
   // Events this thread may still keep (reserved from g_reserved), whether the recording's bound
@@ -50,7 +50,7 @@ struct ThreadBuffer {
   }
 };
 
-Mutex g_buffers_mu;
+os::Mutex g_buffers_mu;
 // Every thread's buffer.
 std::vector<std::shared_ptr<ThreadBuffer>>& buffers() CHANFLOW_REQUIRES(g_buffers_mu) {
   static auto* const kBuffers = new std::vector<std::shared_ptr<ThreadBuffer>>();
@@ -92,11 +92,11 @@ void trace_record_slow(TraceKind kind, const Task* t, int worker) noexcept {
   try {
     if (!t_local.buf) {
       t_local.buf = std::make_shared<ThreadBuffer>();
-      LockGuard g(g_buffers_mu);
+      os::LockGuard g(g_buffers_mu);
       buffers().push_back(t_local.buf);
     }
     ThreadBuffer& b = *t_local.buf;
-    LockGuard g(b.lock);
+    os::LockGuard g(b.lock);
     const uint64_t gen = g_generation.load(std::memory_order_acquire);
     if (t_local.generation != gen) {  // start() cleared the trace
       b.clear();
@@ -126,9 +126,9 @@ using detail::g_trace_enabled;
 
 void start(std::size_t max_events) {
   {
-    detail::LockGuard g(detail::g_buffers_mu);
+    os::LockGuard g(detail::g_buffers_mu);
     for (auto& b : detail::buffers()) {
-      detail::LockGuard bl(b->lock);
+      os::LockGuard bl(b->lock);
       b->clear();
     }
   }
@@ -150,9 +150,9 @@ struct Snapshot {
 };
 Snapshot snapshot() {
   Snapshot s;
-  detail::LockGuard g(detail::g_buffers_mu);
+  os::LockGuard g(detail::g_buffers_mu);
   for (auto& b : detail::buffers()) {
-    detail::LockGuard bl(b->lock);
+    os::LockGuard bl(b->lock);
     s.events.insert(s.events.end(), b->events.begin(), b->events.end());
     for (auto& [id, name] : b->names) s.names[id] = name;
     s.dropped += b->dropped;
@@ -167,9 +167,9 @@ std::size_t event_count() { return snapshot().events.size(); }
 
 std::size_t dropped_count() {
   std::size_t n = 0;
-  detail::LockGuard g(detail::g_buffers_mu);
+  os::LockGuard g(detail::g_buffers_mu);
   for (auto& b : detail::buffers()) {
-    detail::LockGuard bl(b->lock);
+    os::LockGuard bl(b->lock);
     n += b->dropped;
   }
   return n;
@@ -178,7 +178,8 @@ std::size_t dropped_count() {
 namespace {
 
 // The document is rendered straight to text, never as a JSON tree: a tree costs about 2 KB an
-// event (a 200,000-event trace took half a GB and seconds to write), the text about 150 bytes.
+// event, the text about 150 bytes, so a large trace fits in memory and writes in well under a
+// second (docs/runtime.md, "Tracing").
 void append_string(std::string& out, std::string_view s) {
   // nlohmann's escaping; bytes that are not UTF-8 (a green thread's name may hold any) become
   // U+FFFD instead of an error.

@@ -1,7 +1,7 @@
 // wait_group.cc — a counter whose zero releases every waiter.
 #include "chanflow/runtime/wait_group.h"
 
-#include <mutex>
+#include "chanflow/core/locks.h"
 
 #include "block.h"
 #include "chanflow/core/error.h"
@@ -11,7 +11,7 @@ namespace chanflow {
 void WaitGroup::add(int n) {
   detail::Waiter* wake = nullptr;
   {
-    std::lock_guard<detail::SpinLock> g(lock_);
+    os::LockGuard g(lock_);
     const int64_t next = count_ + n;
     if (next < 0) {
       CHANFLOW_THROW(Error) << "WaitGroup: negative counter (" << count_ << " + " << n << ")";
@@ -47,7 +47,7 @@ void WaitGroup::wait() {
 }
 
 int64_t WaitGroup::count() const noexcept {
-  std::lock_guard<detail::SpinLock> g(lock_);
+  os::LockGuard g(lock_);
   return count_;
 }
 

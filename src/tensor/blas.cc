@@ -8,7 +8,7 @@
 #include <optional>
 #include <string>
 
-#include "chanflow/core/detail/env.h"
+#include "chanflow/core/env.h"
 #include "chanflow/core/error.h"
 #include "internal.h"
 
@@ -21,7 +21,7 @@ std::once_flag g_blas_init;  // guards the first-use default; std::call_once is 
 // leaves the flag unset, so every matmul reports it until the variable or set_blas_threads fixes
 // it.
 void apply_default_threads() {
-  if (std::optional<int64_t> n = detail::env_int("CHANFLOW_BLAS_THREADS", 1, 1024)) {
+  if (std::optional<int64_t> n = env_int("CHANFLOW_BLAS_THREADS", 1, 1024)) {
     openblas_set_num_threads(static_cast<int>(*n));
     return;
   }

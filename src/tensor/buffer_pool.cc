@@ -3,8 +3,7 @@
 //
 // Why per thread: with several workers, a shared list hands a buffer last written on one CPU to
 // the next allocation on another (its lines migrate when the op writes its output), and every get
-// and put bounced the shared counters' cache lines. train_digits on 2 workers spent 2-3x the
-// single-worker time in its elementwise kernels and malloc/free because of that. A thread keeps
+// and put would bounce the shared counters' cache lines (docs/tensor.md). A thread keeps
 // up to kThreadSlots buffers per class (at most limit / kThreadShare bytes) and serves its own
 // allocations from them, without shared atomics; the shared lists take what it cannot keep.
 #include "buffer_pool.h"
@@ -16,10 +15,11 @@
 #include <string>
 #include <vector>
 
-#include "chanflow/core/detail/env.h"
-#include "chanflow/core/detail/locks.h"
-#include "chanflow/core/detail/spinlock.h"
+#include "chanflow/core/cache_line.h"
+#include "chanflow/core/env.h"
 #include "chanflow/core/error.h"
+#include "chanflow/core/locks.h"
+#include "chanflow/core/spinlock.h"
 #include "chanflow/tensor/buffer_cache.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -78,8 +78,8 @@ InitialLimit initial_limit() noexcept {
   }
 }
 
-struct alignas(64) FreeList {
-  Mutex mu;
+struct alignas(kCacheLine) FreeList {
+  os::Mutex mu;
   // LIFO: the most recently freed (warmest) buffer is reused first.
   std::vector<void*> buffers CHANFLOW_GUARDED_BY(mu);
 };
@@ -87,11 +87,11 @@ struct alignas(64) FreeList {
 struct Pool {
   explicit Pool(InitialLimit init) : limit(init.bytes), setting_error(std::move(init.error)) {}
   FreeList lists[kClasses];
-  alignas(64) std::atomic<int64_t> cached{0};
+  alignas(kCacheLine) std::atomic<int64_t> cached{0};
   std::atomic<int64_t> limit;
   // Non-empty while CHANFLOW_TENSOR_CACHE_BYTES is malformed and no set_tensor_cache_limit
   // replaced it; written only under setting_mu (read by allocations that miss, which take it).
-  Mutex setting_mu;
+  os::Mutex setting_mu;
   std::string setting_error CHANFLOW_GUARDED_BY(setting_mu);
   std::atomic<bool> setting_bad{!setting_error.empty()};
 };
@@ -102,14 +102,14 @@ Pool& pool() noexcept {
   return *kPool;
 }
 
-// A thread's own cache. Its owner takes `mu` (detail::SpinLock) around every access (uncontended: a
+// A thread's own cache. Its owner takes `mu` (os::SpinLock) around every access (uncontended: a
 // lock on a line only this CPU writes); other threads take it only to shrink the cache or read its
 // counters.
 constexpr int kThreadSlots = 4;
 constexpr int64_t kThreadShare = 8;  // a thread holds at most limit / kThreadShare bytes
 
 struct ThreadCache {
-  SpinLock mu;
+  os::SpinLock mu;
   void* slots[kClasses][kThreadSlots] CHANFLOW_GUARDED_BY(mu) = {};
   uint8_t count[kClasses] CHANFLOW_GUARDED_BY(mu) = {};
   int64_t bytes CHANFLOW_GUARDED_BY(mu) = 0;  // idle bytes held
@@ -121,7 +121,7 @@ struct ThreadCache {
 
 // Every live thread cache, and the counters of exited threads.
 struct Registry {
-  Mutex mu;
+  os::Mutex mu;
   std::vector<ThreadCache*> caches CHANFLOW_GUARDED_BY(mu);
   int64_t retired_hits CHANFLOW_GUARDED_BY(mu) = 0;
   int64_t retired_misses CHANFLOW_GUARDED_BY(mu) = 0;
@@ -145,7 +145,7 @@ thread_local bool t_cache_gone = false;  // set when this thread's cache was des
 
 ThreadCache::ThreadCache() {
   Registry& r = registry();
-  LockGuard lock(r.mu);
+  os::LockGuard lock(r.mu);
   r.caches.push_back(this);
 }
 
@@ -153,7 +153,7 @@ ThreadCache::~ThreadCache() {
   t_cache_gone = true;
   {
     Registry& r = registry();
-    LockGuard lock(r.mu);
+    os::LockGuard lock(r.mu);
     std::erase(r.caches, this);
     r.retired_hits += hits;
     r.retired_misses += misses;
@@ -195,9 +195,9 @@ void unpoison(void* p, int64_t n) noexcept {
 // left, else to malloc.
 void drain_thread_caches(int64_t keep) noexcept {
   Registry& r = registry();
-  LockGuard lock(r.mu);
+  os::LockGuard lock(r.mu);
   for (ThreadCache* tc : r.caches) {
-    LockGuard g(tc->mu);
+    os::LockGuard g(tc->mu);
     for (int c = 0; c < kClasses; ++c) {
       for (int i = 0; i < tc->count[c]; ++i) {
         void* p = tc->slots[c][i];
@@ -223,7 +223,7 @@ void shrink_to(int64_t keep) noexcept {
     const int64_t capacity = class_capacity(c);
     std::vector<void*> victims;
     {
-      LockGuard lock(pl.lists[c].mu);
+      os::LockGuard lock(pl.lists[c].mu);
       std::vector<void*>& b = pl.lists[c].buffers;
       while (!b.empty() && pl.cached.load(std::memory_order_relaxed) > keep) {
         victims.push_back(b.back());
@@ -262,7 +262,7 @@ void put_shared(void* p, int64_t capacity) noexcept {
   poison(p, capacity);  // before it is visible to other threads
   FreeList& list = pl.lists[class_index(capacity)];
   try {
-    LockGuard lock(list.mu);
+    os::LockGuard lock(list.mu);
     list.buffers.push_back(p);
   } catch (...) {  // the free list could not grow: free the buffer instead
     pl.cached.fetch_sub(capacity, std::memory_order_relaxed);
@@ -276,12 +276,12 @@ void put_shared(void* p, int64_t capacity) noexcept {
 // Counts a hit or a miss for the thread (or, after its cache is gone, for the exited threads).
 void count_outcome(ThreadCache* tc, bool hit) noexcept {
   if (tc != nullptr) {
-    LockGuard g(tc->mu);
+    os::LockGuard g(tc->mu);
     ++(hit ? tc->hits : tc->misses);
     return;
   }
   Registry& r = registry();
-  LockGuard lock(r.mu);
+  os::LockGuard lock(r.mu);
   ++(hit ? r.retired_hits : r.retired_misses);
 }
 
@@ -289,7 +289,7 @@ void* buffer_get(int64_t capacity) noexcept {
   const int c = class_index(capacity);
   ThreadCache* tc = thread_cache();
   if (tc != nullptr) {
-    LockGuard g(tc->mu);
+    os::LockGuard g(tc->mu);
     if (tc->count[c] > 0) {
       void* p = tc->slots[c][--tc->count[c]];
       tc->bytes -= capacity;
@@ -302,7 +302,7 @@ void* buffer_get(int64_t capacity) noexcept {
   FreeList& list = pl.lists[c];
   void* p = nullptr;
   {
-    LockGuard lock(list.mu);
+    os::LockGuard lock(list.mu);
     if (!list.buffers.empty()) {
       p = list.buffers.back();
       list.buffers.pop_back();
@@ -326,7 +326,7 @@ void buffer_put(void* p, int64_t capacity) noexcept {
   const int c = class_index(capacity);
   const int64_t room = pool().limit.load(std::memory_order_relaxed) / kThreadShare;
   if (ThreadCache* tc = thread_cache()) {
-    LockGuard g(tc->mu);
+    os::LockGuard g(tc->mu);
     if (tc->count[c] < kThreadSlots && tc->bytes + capacity <= room) {
       poison(p, capacity);
       tc->slots[c][tc->count[c]++] = p;
@@ -339,7 +339,7 @@ void buffer_put(void* p, int64_t capacity) noexcept {
 
 std::string buffer_cache_setting_error() {
   Pool& pl = pool();
-  LockGuard lock(pl.setting_mu);
+  os::LockGuard lock(pl.setting_mu);
   return pl.setting_error;
 }
 
@@ -353,11 +353,11 @@ TensorCacheStats tensor_cache_stats() noexcept {
   s.cached_bytes = pl.cached.load(std::memory_order_relaxed);
   s.limit = pl.limit.load(std::memory_order_relaxed);
   detail::Registry& r = detail::registry();
-  detail::LockGuard lock(r.mu);
+  os::LockGuard lock(r.mu);
   s.hits = r.retired_hits;
   s.misses = r.retired_misses;
   for (detail::ThreadCache* tc : r.caches) {
-    detail::LockGuard g(tc->mu);
+    os::LockGuard g(tc->mu);
     s.hits += tc->hits;
     s.misses += tc->misses;
     s.cached_bytes += tc->bytes;
@@ -372,7 +372,7 @@ void set_tensor_cache_limit(int64_t bytes) {
   detail::Pool& pl = detail::pool();
   {
     // An explicit limit replaces the environment's, malformed or not.
-    detail::LockGuard lock(pl.setting_mu);
+    os::LockGuard lock(pl.setting_mu);
     pl.setting_error.clear();
     pl.setting_bad.store(false, std::memory_order_relaxed);
   }

@@ -2,8 +2,8 @@
 #include "chanflow/tensor/memory_budget.h"
 
 #include "chanflow/core/check.h"
-#include "chanflow/core/detail/fiber_local.h"
 #include "chanflow/core/error.h"
+#include "chanflow/core/fiber_local.h"
 #include "memory_budget.h"
 
 namespace chanflow {
@@ -72,11 +72,10 @@ int64_t MemoryBudget::used() const noexcept {
 
 int64_t MemoryBudget::limit() const noexcept { return state_->limit; }
 
-MemoryBudget::Use::Use(const MemoryBudget* budget) noexcept
-    : previous_(detail::fiber_local_word()) {
-  detail::set_fiber_local_word(budget != nullptr ? budget->state_ : nullptr);
+MemoryBudget::Use::Use(const MemoryBudget* budget) noexcept : previous_(fiber_local_word()) {
+  set_fiber_local_word(budget != nullptr ? budget->state_ : nullptr);
 }
 
-MemoryBudget::Use::~Use() { detail::set_fiber_local_word(previous_); }
+MemoryBudget::Use::~Use() { set_fiber_local_word(previous_); }
 
 }  // namespace chanflow

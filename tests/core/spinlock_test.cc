@@ -1,7 +1,7 @@
-// Tests of detail::SpinLock (core/detail/spinlock.h), the lock of channels, wait queues, the
+// Tests of os::SpinLock (core/spinlock.h), the lock of channels, wait queues, the
 // object pool's shards and the tensor buffer cache: mutual exclusion with more threads than CPUs
 // (waiters take the yield path), the memory it hands over, and try_lock.
-#include "chanflow/core/detail/spinlock.h"
+#include "chanflow/core/spinlock.h"
 
 #include <gtest/gtest.h>
 
@@ -13,7 +13,7 @@
 
 namespace {
 
-using chanflow::detail::SpinLock;
+using chanflow::os::SpinLock;
 
 // Plain (non-atomic) data guarded by the lock: a lost update, or a torn pair under TSan, means a
 // broken lock. 8 threads on this 2-CPU machine: holders get preempted, so waiters spin out and

@@ -24,8 +24,9 @@
 #include <utility>
 #include <vector>
 
-#include "chanflow/core/detail/spinlock.h"
+#include "chanflow/core/cache_line.h"
 #include "chanflow/core/object.h"
+#include "chanflow/core/spinlock.h"
 
 namespace chanflow {
 
@@ -73,8 +74,8 @@ class ObjectPool {
   };
   static constexpr size_t kShards = 8;
 
-  struct alignas(64) Shard {
-    detail::SpinLock mu;  // the lock hands the list's contents over (acquire / release)
+  struct alignas(kCacheLine) Shard {
+    os::SpinLock mu;  // the lock hands the list's contents over (acquire / release)
     std::vector<Chunk*> free CHANFLOW_GUARDED_BY(mu);
     void lock() noexcept CHANFLOW_ACQUIRE(mu) { mu.lock(); }
     void unlock() noexcept CHANFLOW_RELEASE(mu) { mu.unlock(); }

@@ -36,8 +36,8 @@
 #include <string>
 #include <vector>
 
-#include "chanflow/core/detail/locks.h"
 #include "chanflow/core/export.h"
+#include "chanflow/core/locks.h"
 #include "chanflow/exec/scope.h"
 #include "chanflow/ir/program.h"
 #include "chanflow/runtime/channel.h"
@@ -142,7 +142,7 @@ class CHANFLOW_API Executor {
 
   ExecutorOptions options_;
   std::unique_ptr<Scheduler> own_scheduler_;
-  detail::Mutex mu_;
+  os::Mutex mu_;
   std::map<const Object*, std::pair<Program, std::shared_ptr<const exec_detail::PreparedProgram>>>
       cache_ CHANFLOW_GUARDED_BY(mu_);
   std::unique_ptr<exec_detail::OpTrace> trace_;

@@ -4,8 +4,8 @@
 // Each node is Gorgonia's GoMachine state machine: initial -> waiting for input -> computing ->
 // emitting output -> end, once per run. A producer publishes its value to each subscriber, tagged
 // with the operand position it fills there, and the subscriber merges by position (so 40 - 2 is 38
-// whatever order the operands arrive in, and x + x receives x at positions 0 and 1). Unlike the
-// seed, a node waiting for input holds no green thread: the producer that completes a node's
+// whatever order the operands arrive in, and x + x receives x at positions 0 and 1). A node
+// waiting for input holds no green thread: the producer that completes a node's
 // operands runs it next on its own green thread, and ready nodes are shared with idle workers
 // (docs/graph.md, "Why runners"). Independent nodes run in parallel; ops may block.
 //

@@ -30,8 +30,8 @@
 #include <string_view>
 #include <vector>
 
-#include "chanflow/core/detail/locks.h"
 #include "chanflow/core/export.h"
+#include "chanflow/core/locks.h"
 #include "chanflow/ir/attr.h"
 
 namespace chanflow {
@@ -111,7 +111,7 @@ class CHANFLOW_API OpSchema {
   std::vector<ArgSpec> outputs_;
   std::vector<AttrSpec> attrs_;
   int id_ = -1;
-  mutable detail::Mutex extension_mutex_;
+  mutable os::Mutex extension_mutex_;
   mutable std::shared_ptr<const OpExtension> extension_ CHANFLOW_GUARDED_BY(extension_mutex_);
 };
 
@@ -138,7 +138,7 @@ class CHANFLOW_API OpSchemaRegistry {
   size_t size() const;
 
  private:
-  mutable detail::SharedMutex mutex_;
+  mutable os::SharedMutex mutex_;
   std::map<std::string, std::unique_ptr<OpSchema>, std::less<>> schemas_
       CHANFLOW_GUARDED_BY(mutex_);
 };

@@ -21,8 +21,8 @@
 #include <type_traits>
 #include <utility>
 
-#include "chanflow/core/detail/locks.h"
 #include "chanflow/core/export.h"
+#include "chanflow/core/locks.h"
 #include "chanflow/runtime/context.h"
 #include "chanflow/runtime/scheduler.h"
 #include "chanflow/runtime/wait_group.h"
@@ -110,7 +110,7 @@ class CHANFLOW_API Group {
     const Context ctx;
     const ErrorHandler on_error;  // null: keep the first error, cancel ctx
     WaitGroup wg;
-    detail::Mutex mu;
+    os::Mutex mu;
     std::exception_ptr first CHANFLOW_GUARDED_BY(mu);
   };
   std::shared_ptr<State> state_;

@@ -10,8 +10,8 @@
 #include <atomic>
 #include <cstdint>
 
-#include "chanflow/core/detail/spinlock.h"
 #include "chanflow/core/export.h"
+#include "chanflow/core/spinlock.h"
 #include "chanflow/runtime/detail/wait.h"
 
 namespace chanflow {
@@ -36,7 +36,7 @@ class CHANFLOW_API Mutex {
   static constexpr uint32_t kLocked = 1;
   static constexpr uint32_t kLockedWaiters = 2;
   std::atomic<uint32_t> state_{kUnlocked};
-  detail::SpinLock lock_;  // guards waiters_ and the 1 <-> 2 transitions
+  os::SpinLock lock_;  // guards waiters_ and the 1 <-> 2 transitions
   detail::WaitQueue waiters_;
 };
 

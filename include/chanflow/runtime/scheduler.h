@@ -64,9 +64,9 @@ struct SchedulerOptions {
   // when there are more workers than CPUs. Off by default (the OS places threads; right on a shared
   // machine). On a machine the program has to itself it keeps Linux from stacking two busy
   // workers on one CPU, which it does often when workers sleep and wake many times per millisecond
-  // (train_digits on 2 workers: 1.0-1.3x unpinned, bimodal; steady when pinned —
-  // docs/benchmarks.md). Best effort: a worker that cannot be pinned runs unpinned.
-  // The CHANFLOW_PIN_WORKERS environment variable (1 or 0) overrides this.
+  // (docs/benchmarks.md: train_digits on 2 workers, pinned and unpinned). Best effort: a worker
+  // that cannot be pinned runs unpinned. The CHANFLOW_PIN_WORKERS environment variable (1 or 0)
+  // overrides this.
   bool pin_workers = false;
 };
 

@@ -7,8 +7,8 @@
 
 #include <cstdint>
 
-#include "chanflow/core/detail/spinlock.h"
 #include "chanflow/core/export.h"
+#include "chanflow/core/spinlock.h"
 #include "chanflow/runtime/detail/wait.h"
 
 namespace chanflow {
@@ -36,7 +36,7 @@ class CHANFLOW_API WaitGroup {
   int64_t count() const noexcept;
 
  private:
-  mutable detail::SpinLock lock_;
+  mutable os::SpinLock lock_;
   int64_t count_ = 0;
   detail::WaitQueue waiters_;
 };

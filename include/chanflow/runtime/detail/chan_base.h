@@ -17,8 +17,8 @@
 #include <type_traits>
 #include <utility>
 
-#include "chanflow/core/detail/spinlock.h"
 #include "chanflow/core/export.h"
+#include "chanflow/core/spinlock.h"
 #include "chanflow/runtime/detail/wait.h"
 
 namespace chanflow::detail {
@@ -99,7 +99,7 @@ class CHANFLOW_API ChanBase {
   // The first of C1-C4 that does not hold ("C2: ..."), or nullptr. lock_ held.
   const char* broken_invariant() const noexcept;
 
-  SpinLock lock_;
+  os::SpinLock lock_;
   std::atomic<bool> closed_{false};
   std::atomic<std::size_t> count_{0};
   std::size_t cap_;

@@ -1,16 +1,17 @@
-// thread_annotations.h — lock annotations that Clang's -Wthread-safety checks at compile time
-// (private). GCC has no such analysis: there every macro expands to nothing.
+// thread_annotations.h — lock annotations that Clang's -Wthread-safety checks at compile time.
+// Public: public headers annotate their locked members with them. GCC has no such analysis: there
+// every macro expands to nothing.
 //
 // A lock type is a capability; a field names the lock that guards it; a function names the locks
 // it needs, takes or gives back. Clang then rejects, within each function, an access to a guarded
 // field without its lock, a call without a required lock, and a lock not released on some path.
 // The analysis is local to a function and follows only annotated lock types and guards:
-// detail::SpinLock (spinlock.h), detail::Mutex, detail::LockGuard ... (locks.h), not std::mutex.
+// os::SpinLock (spinlock.h), os::Mutex, os::LockGuard ... (locks.h), not std::mutex.
 //
 //   struct Counter {
-//     detail::Mutex mu;
+//     os::Mutex mu;
 //     long n CHANFLOW_GUARDED_BY(mu) = 0;
-//     void add() CHANFLOW_EXCLUDES(mu) { detail::LockGuard g(mu); bump(); }
+//     void add() CHANFLOW_EXCLUDES(mu) { os::LockGuard g(mu); bump(); }
 //     void bump() CHANFLOW_REQUIRES(mu) { ++n; }
 //   };
 //

@@ -1,22 +1,23 @@
 // spinlock.h — the short lock guarding a channel, a wait queue, the timer heap, an object pool's
-// shard or a tensor buffer cache (private; shared by the core, tensor and runtime layers).
+// shard or a tensor buffer cache. Public: runtime headers (Mutex, WaitGroup, channels) and
+// core/object_pool.h hold one as a member.
 //
 // Critical sections under it are a few dozen instructions and never block or switch fibers, so
 // spinning is cheaper than a futex-backed mutex. A parking green thread keeps the lock across its
 // switch-out and the worker releases it right after, on the same OS thread.
 //
 // A capability for Clang's thread-safety analysis (thread_annotations.h): fields name it in
-// CHANFLOW_GUARDED_BY, and detail::LockGuard (locks.h) holds it for a scope.
+// CHANFLOW_GUARDED_BY, and os::LockGuard (locks.h) holds it for a scope.
 //
-//   detail::SpinLock lock;  int n CHANFLOW_GUARDED_BY(lock);  { detail::LockGuard g(lock); ++n; }
+//   os::SpinLock lock;  int n CHANFLOW_GUARDED_BY(lock);  { os::LockGuard g(lock); ++n; }
 #pragma once
 
 #include <atomic>
 #include <thread>
 
-#include "chanflow/core/detail/thread_annotations.h"
+#include "chanflow/core/thread_annotations.h"
 
-namespace chanflow::detail {
+namespace chanflow::os {
 
 // A test-and-test-and-set lock. lock() acquires (acquire ordering), unlock() releases (release
 // ordering). Not recursive. Thread-safe.
@@ -25,10 +26,9 @@ namespace chanflow::detail {
 // another CPU), then yields its OS thread between looks. The short spin is a throughput choice:
 // when green threads on two CPUs hammer one channel, a waiter that keeps polling wins the lock
 // every other operation, and the channel's lines move between the CPUs on every operation. A
-// waiter that steps away for a sched_yield (about 1.3 µs here) lets the holder run dozens of
-// operations on warm lines. Measured on 2 workers (docs/benchmarks.md, session 8): spinning 64
-// pauses before yielding, ChanProdCons10 took 131–140 ns per message; 1–8 pauses, 26–39 ns (the
-// 1-worker figure is 21). Longer pure-pause backoff without the yield was worse on skynet.
+// waiter that steps away for a sched_yield lets the holder run dozens of operations on warm lines
+// (docs/runtime.md, "The channel lock steps aside early", has the measurements). The yield also
+// lets a preempted holder run when there are more threads than CPUs.
 //
 // The bodies are not analysed (CHANFLOW_NO_THREAD_SAFETY_ANALYSIS): the lock is the flag, which the
 // analysis cannot see; callers are checked against the annotations.
@@ -68,9 +68,11 @@ class CHANFLOW_CAPABILITY("mutex") SpinLock {
 #endif
   }
 
-  static constexpr unsigned kSpinPauses = 4;  // ~75 ns at 19 ns per pause (Zen 5)
+  // About one short critical section on another CPU (a `pause` is tens of cycles; on Zen 5
+  // about 19 ns).
+  static constexpr unsigned kSpinPauses = 4;
 
   std::atomic<bool> flag_{false};
 };
 
-}  // namespace chanflow::detail
+}  // namespace chanflow::os

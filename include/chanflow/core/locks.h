@@ -1,22 +1,27 @@
 // locks.h — std::mutex and std::shared_mutex as annotated capabilities, their condition variable,
-// and the scoped guards for every annotated lock (private).
+// and the scoped guards for every annotated lock. Public: every layer's lock-guarded state uses
+// them, and public headers (Executor, Group, OpSchema) hold them as members.
+//
+// Namespace chanflow::os: these locks block the OS thread. chanflow::Mutex (runtime/mutex.h)
+// parks only the green thread; a green thread may hold an os:: lock only for a short critical
+// section that neither blocks on chanflow nor switches fibers.
 //
 // libstdc++'s locks carry no thread-safety annotations, so Clang cannot tell that a
 // std::lock_guard holds one. Code whose fields are CHANFLOW_GUARDED_BY a lock uses these instead
 // (thread_annotations.h). Same cost as the standard types: each is one of them with annotated
-// members. Unlike chanflow::Mutex, detail::Mutex blocks the OS thread, not just a green thread.
+// members. Unlike chanflow::Mutex, os::Mutex blocks the OS thread, not just a green thread.
 //
-//   detail::Mutex mu;  std::vector<int> v CHANFLOW_GUARDED_BY(mu);
-//   { detail::LockGuard g(mu); v.push_back(1); }
+//   os::Mutex mu;  std::vector<int> v CHANFLOW_GUARDED_BY(mu);
+//   { os::LockGuard g(mu); v.push_back(1); }
 #pragma once
 
 #include <condition_variable>
 #include <mutex>
 #include <shared_mutex>
 
-#include "chanflow/core/detail/thread_annotations.h"
+#include "chanflow/core/thread_annotations.h"
 
-namespace chanflow::detail {
+namespace chanflow::os {
 
 // std::mutex: lock() acquires (acquire ordering), unlock() releases (release ordering). Not
 // recursive. Thread-safe.
@@ -71,7 +76,7 @@ class CHANFLOW_SCOPED_CAPABILITY SharedLockGuard {
   SharedMutex& mu_;
 };
 
-// std::condition_variable for a detail::Mutex. notify_* may be called with or without the mutex.
+// std::condition_variable for an os::Mutex. notify_* may be called with or without the mutex.
 class CondVar {
  public:
   // Releases `mu`, blocks until notified (or spuriously woken) and takes `mu` again before it
@@ -88,4 +93,4 @@ class CondVar {
   std::condition_variable cv_;
 };
 
-}  // namespace chanflow::detail
+}  // namespace chanflow::os
