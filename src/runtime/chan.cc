@@ -120,7 +120,7 @@ int recv_now(ChanBase* c, void* out) CHANFLOW_RELEASE(ChanAlgo::mu(c))
 // With c's lock held: parks the caller on c's send or receive queue until a partner or close()
 // completes the operation (the lock is released while parked and on return). Returns the waiter's
 // success: false when close() woke it (a sender must then throw, a receiver got the zero value).
-bool park_on(ChanBase* c, void* elem, bool is_send) {
+bool park_on(ChanBase* c, void* elem, bool is_send) CHANFLOW_RELEASE(ChanAlgo::mu(c)) {
   Waiter w;
   w.chan = c;
   w.elem = elem;
