@@ -39,32 +39,41 @@ struct ChanAlgo {
     c->lock_.unlock();
   }
 
-  static WaitQueue& recvq(ChanBase* c) noexcept { return c->recvq_; }
-  static WaitQueue& sendq(ChanBase* c) noexcept { return c->sendq_; }
-  static bool is_closed(const ChanBase* c) noexcept {
+  // For code whose caller holds c's lock in a way the analysis cannot follow (a select holds every
+  // case's lock through one Locks capability): states it, and checks in debug and sanitizer builds
+  // that the lock is held (by someone: a spin lock does not record its owner).
+  static void assert_held(const ChanBase* c) noexcept CHANFLOW_ASSERT_CAPABILITY(c->lock_) {
+    c->lock_.assert_held();
+  }
+
+  // The steps below run with c's lock held.
+  static WaitQueue& recvq(ChanBase* c) noexcept CHANFLOW_REQUIRES(c->lock_) { return c->recvq_; }
+  static WaitQueue& sendq(ChanBase* c) noexcept CHANFLOW_REQUIRES(c->lock_) { return c->sendq_; }
+  static bool is_closed(const ChanBase* c) noexcept CHANFLOW_REQUIRES(c->lock_) {
     return c->closed_.load(std::memory_order_relaxed);
   }
-  static bool has_buffered(const ChanBase* c) noexcept {
+  static bool has_buffered(const ChanBase* c) noexcept CHANFLOW_REQUIRES(c->lock_) {
     return c->count_.load(std::memory_order_relaxed) > 0;
   }
-  static bool has_room(const ChanBase* c) noexcept {
+  static bool has_room(const ChanBase* c) noexcept CHANFLOW_REQUIRES(c->lock_) {
     return c->count_.load(std::memory_order_relaxed) < c->cap_;
   }
   // Marks the channel closed (its waiters are then released by the caller).
-  static void mark_closed(ChanBase* c) noexcept {
+  static void mark_closed(ChanBase* c) noexcept CHANFLOW_REQUIRES(c->lock_) {
     c->closed_.store(true, std::memory_order_release);
   }
-  // A receive from a closed, drained channel: leaves `out` (a std::optional<T>) empty.
+  // A receive from a closed, drained channel: leaves `out` (a std::optional<T>) empty. Needs no lock
+  // (ops_ never changes): a select calls it after its wait, with every lock released.
   static void reset_out(const ChanBase* c, void* out) noexcept { c->ops_->reset_optional(out); }
 
   // A sender meets a parked receiver: the value goes straight into the receiver's optional.
-  static void hand_to_receiver(ChanBase* c, Waiter* r, void* elem) noexcept {
+  static void hand_to_receiver(ChanBase* c, Waiter* r, void* elem) noexcept CHANFLOW_REQUIRES(c->lock_) {
     c->ops_->to_optional(r->elem, elem);
     r->success = true;
   }
 
   // Takes the buffer's head into `out` (a std::optional<T>); count_ > 0.
-  static void take_head(ChanBase* c, void* out) noexcept {
+  static void take_head(ChanBase* c, void* out) noexcept CHANFLOW_REQUIRES(c->lock_) {
     void* s = c->slot(0);
     c->ops_->to_optional(out, s);
     c->ops_->destroy(s);
@@ -74,7 +83,7 @@ struct ChanAlgo {
   }
 
   // Appends elem to the buffer; count_ < cap_.
-  static void put_tail(ChanBase* c, void* elem) noexcept {
+  static void put_tail(ChanBase* c, void* elem) noexcept CHANFLOW_REQUIRES(c->lock_) {
     const std::size_t n = c->count_.load(std::memory_order_relaxed);
     if (n == c->slots_) [[unlikely]]
       c->grow();
@@ -84,7 +93,7 @@ struct ChanAlgo {
 
   // A receiver meets a parked sender. Unbuffered: take its value directly. Buffered (then full):
   // take the head and move the sender's value to the tail, keeping FIFO order.
-  static void take_from_sender(ChanBase* c, Waiter* s, void* out) noexcept {
+  static void take_from_sender(ChanBase* c, Waiter* s, void* out) noexcept CHANFLOW_REQUIRES(c->lock_) {
     if (c->cap_ == 0) {
       c->ops_->to_optional(out, s->elem);
     } else {

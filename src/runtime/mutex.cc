@@ -36,6 +36,7 @@ void Mutex::lock() {
   }
   detail::Waiter w;
   detail::block_in(lock_, waiters_, w, detail::WaitReason::kMutex, this, [this] {
+    lock_.assert_held();  // block_in runs this with lock_ retaken
     // Canceled: the mark of waiters goes with the last of them.
     if (waiters_.empty() && state_.load(std::memory_order_relaxed) == kLockedWaiters) {
       state_.store(kLocked, std::memory_order_relaxed);

@@ -71,6 +71,7 @@ enum class Outcome : uint8_t { kNotReady, kDone, kSendOnClosed };
 // of a party this completed (to unpark once every lock is released).
 Outcome attempt(SelectCase& cs, Parker** wake) noexcept {
   ChanBase* c = cs.chan();
+  ChanAlgo::assert_held(c);  // held alone or among a select's Locks
   if (cs.kind() == SelectCase::Kind::kSend) {
     if (ChanAlgo::is_closed(c)) return Outcome::kSendOnClosed;
     if (Waiter* r = dequeue_claimable(ChanAlgo::recvq(c))) {
@@ -222,6 +223,7 @@ std::size_t select(std::span<SelectCase> cases) {
   }
   const Waiter* fired =
       block_in_all(locks, ws, static_cast<uint32_t>(n), [](Waiter& w) -> WaitQueue& {
+        ChanAlgo::assert_held(w.chan);  // one of `locks`
         return w.is_send ? ChanAlgo::sendq(w.chan) : ChanAlgo::recvq(w.chan);
       });
   const std::size_t i = fired->case_index;

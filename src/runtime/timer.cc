@@ -1,12 +1,12 @@
 // timer.cc — the timer heap and its thread; sleep_for and after().
 #include "timer.h"
 
-#include <condition_variable>
 #include <mutex>
 #include <thread>
 #include <vector>
 
 #include "block.h"
+#include "chanflow/core/locks.h"
 #include "chanflow/core/spinlock.h"
 #include "chanflow/runtime/scheduler.h"
 #include "chanflow/runtime/timer.h"
@@ -28,7 +28,7 @@ class TimerService {
   os::SpinLock& lock() noexcept CHANFLOW_RETURN_CAPABILITY(lock_) { return lock_; }
 
   // lock() held. Returns whether the entry is the earliest: then call notify() after unlocking.
-  bool add_locked(TimerEntry* e) {
+  bool add_locked(TimerEntry* e) CHANFLOW_REQUIRES(lock_) {
     e->seq = seq_++;
     e->index = static_cast<std::ptrdiff_t>(heap_.size());
     heap_.push_back(e);
@@ -43,25 +43,27 @@ class TimerService {
       std::thread([this] { loop(); }).detach();
     });
     {
-      std::lock_guard<std::mutex> g(cv_mu_);
+      os::LockGuard g(cv_mu_);
       changed_ = true;
     }
     cv_.notify_one();
   }
 
-  bool remove(TimerEntry* e) {
-    std::unique_lock<os::SpinLock> g(lock_);
+  bool remove(TimerEntry* e) CHANFLOW_EXCLUDES(lock_) {
+    lock_.lock();
     if (e->index >= 0) {
       erase(e->index);
       pending_.fetch_sub(1, std::memory_order_seq_cst);
+      lock_.unlock();
       return true;
     }
     // Fired or firing: wait until its callback returned (it may touch the entry's owner).
     while (firing_ == e) {
-      g.unlock();
+      lock_.unlock();
       std::this_thread::yield();
-      g.lock();
+      lock_.lock();
     }
+    lock_.unlock();
     return false;
   }
 
@@ -69,7 +71,7 @@ class TimerService {
   int threads() const noexcept { return threads_.load(std::memory_order_seq_cst); }
 
  private:
-  void loop() {
+  void loop() CHANFLOW_EXCLUDES(lock_) {
     for (;;) {
       Clock::time_point next = Clock::time_point::max();
       lock_.lock();
@@ -91,35 +93,36 @@ class TimerService {
       }
       if (!heap_.empty()) next = heap_[0]->when;
       lock_.unlock();
-      std::unique_lock<std::mutex> g(cv_mu_);
-      if (!changed_) {
+      os::LockGuard g(cv_mu_);
+      while (!changed_) {
         if (next == Clock::time_point::max()) {
-          cv_.wait(g, [this] { return changed_; });
+          cv_.wait(cv_mu_);
         } else {
-          cv_.wait_until(g, next, [this] { return changed_; });
+          cv_.wait_until(cv_mu_, next);
+          if (Clock::now() >= next) break;  // the earliest timer is due
         }
       }
       changed_ = false;
     }
   }
 
-  bool less(std::size_t a, std::size_t b) const noexcept {
+  bool less(std::size_t a, std::size_t b) const noexcept CHANFLOW_REQUIRES(lock_) {
     if (heap_[a]->when != heap_[b]->when) return heap_[a]->when < heap_[b]->when;
     return heap_[a]->seq < heap_[b]->seq;
   }
-  void swap_at(std::size_t a, std::size_t b) noexcept {
+  void swap_at(std::size_t a, std::size_t b) noexcept CHANFLOW_REQUIRES(lock_) {
     std::swap(heap_[a], heap_[b]);
     heap_[a]->index = static_cast<std::ptrdiff_t>(a);
     heap_[b]->index = static_cast<std::ptrdiff_t>(b);
   }
-  void sift_up(std::ptrdiff_t i) noexcept {
+  void sift_up(std::ptrdiff_t i) noexcept CHANFLOW_REQUIRES(lock_) {
     auto k = static_cast<std::size_t>(i);
     while (k > 0 && less(k, (k - 1) / 2)) {
       swap_at(k, (k - 1) / 2);
       k = (k - 1) / 2;
     }
   }
-  void sift_down(std::size_t k) noexcept {
+  void sift_down(std::size_t k) noexcept CHANFLOW_REQUIRES(lock_) {
     for (;;) {
       std::size_t m = k;
       const std::size_t l = 2 * k + 1;
@@ -131,7 +134,7 @@ class TimerService {
       k = m;
     }
   }
-  void erase(std::ptrdiff_t i) noexcept {
+  void erase(std::ptrdiff_t i) noexcept CHANFLOW_REQUIRES(lock_) {
     const auto k = static_cast<std::size_t>(i);
     heap_[k]->index = -1;
     const std::size_t last = heap_.size() - 1;
@@ -146,16 +149,18 @@ class TimerService {
     }
   }
 
+  // An entry's `index` (its heap position, -1 when not queued) is guarded by lock_ as well.
   os::SpinLock lock_;
-  std::vector<TimerEntry*> heap_;
-  uint64_t seq_ = 0;
-  TimerEntry* firing_ = nullptr;
+  std::vector<TimerEntry*> heap_ CHANFLOW_GUARDED_BY(lock_);
+  uint64_t seq_ CHANFLOW_GUARDED_BY(lock_) = 0;
+  TimerEntry* firing_ CHANFLOW_GUARDED_BY(lock_) = nullptr;
   std::atomic<std::size_t> pending_{0};
   std::atomic<int> threads_{0};
   std::once_flag started_;
-  std::mutex cv_mu_;
-  std::condition_variable cv_;
-  bool changed_ = false;
+  // The timer thread sleeps on cv_ until notify() reports a change of the earliest deadline.
+  os::Mutex cv_mu_;
+  os::CondVar cv_;
+  bool changed_ CHANFLOW_GUARDED_BY(cv_mu_) = false;
 };
 
 }  // namespace
@@ -164,7 +169,7 @@ void timer_add(TimerEntry* e) {
   TimerService& ts = TimerService::get();
   bool earliest = false;
   {
-    std::lock_guard<os::SpinLock> g(ts.lock());
+    os::LockGuard g(ts.lock());
     earliest = ts.add_locked(e);
   }
   if (earliest) ts.notify();

@@ -11,16 +11,17 @@
 
 namespace chanflow::detail {
 
-// Breaks a channel's invariants on purpose (chan_base.h: friend).
+// Breaks a channel's invariants on purpose (chan_base.h: friend). Single-threaded, so it reads and
+// writes the guarded state without the lock; the analysis is told so per accessor.
 struct ChanBaseTestPeer {
-  static std::string broken(const ChanBase& c) {
+  static std::string broken(const ChanBase& c) CHANFLOW_NO_THREAD_SAFETY_ANALYSIS {
     const char* b = c.broken_invariant();
     return b != nullptr ? b : "";
   }
-  static void set_count(ChanBase& c, std::size_t n) { c.count_.store(n); }
-  static void set_closed(ChanBase& c) { c.closed_.store(true); }
-  static WaitQueue& recvq(ChanBase& c) { return c.recvq_; }
-  static WaitQueue& sendq(ChanBase& c) { return c.sendq_; }
+  static void set_count(ChanBase& c, std::size_t n) CHANFLOW_NO_THREAD_SAFETY_ANALYSIS { c.count_.store(n); }
+  static void set_closed(ChanBase& c) CHANFLOW_NO_THREAD_SAFETY_ANALYSIS { c.closed_.store(true); }
+  static WaitQueue& recvq(ChanBase& c) CHANFLOW_NO_THREAD_SAFETY_ANALYSIS { return c.recvq_; }
+  static WaitQueue& sendq(ChanBase& c) CHANFLOW_NO_THREAD_SAFETY_ANALYSIS { return c.sendq_; }
 };
 
 }  // namespace chanflow::detail
@@ -137,6 +138,22 @@ TEST_F(InvariantChecks, RemovingAWaiterWithBrokenLinksAborts) {
         q.remove(&second);
       },
       "wait queue: Q3");
+}
+
+}  // namespace
+
+namespace {
+
+// The lock assertions that stand in for the analysis where it cannot follow (chan_ops.h
+// ChanAlgo::assert_held, spinlock.h SpinLock::assert_held).
+TEST_F(InvariantChecks, AssertingAnUnheldLockAborts) {
+  chanflow::os::SpinLock lock;
+  lock.lock();
+  lock.assert_held();  // held: passes
+  lock.unlock();
+  EXPECT_DEATH(lock.assert_held(), "spin lock not held");
+  ChanBase c(1, kInt);
+  EXPECT_DEATH(ChanAlgo::assert_held(&c), "spin lock not held");
 }
 
 }  // namespace

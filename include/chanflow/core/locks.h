@@ -15,6 +15,7 @@
 //   { os::LockGuard g(mu); v.push_back(1); }
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <shared_mutex>
@@ -85,6 +86,15 @@ class CondVar {
     std::unique_lock<std::mutex> l(mu.mu_, std::adopt_lock);
     cv_.wait(l);
     l.release();  // still held: the caller's guard releases it
+  }
+  // wait() until `deadline` at the latest (then returns without a notification; callers loop on
+  // their condition and their clock either way).
+  template <class Clock, class Duration>
+  void wait_until(Mutex& mu, const std::chrono::time_point<Clock, Duration>& deadline)
+      CHANFLOW_REQUIRES(mu) {
+    std::unique_lock<std::mutex> l(mu.mu_, std::adopt_lock);
+    cv_.wait_until(l, deadline);
+    l.release();
   }
   void notify_one() noexcept { cv_.notify_one(); }
   void notify_all() noexcept { cv_.notify_all(); }

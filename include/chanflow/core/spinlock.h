@@ -15,6 +15,7 @@
 #include <atomic>
 #include <thread>
 
+#include "chanflow/core/check.h"
 #include "chanflow/core/thread_annotations.h"
 
 namespace chanflow::os {
@@ -44,6 +45,14 @@ class CHANFLOW_CAPABILITY("mutex") SpinLock {
   }
   void unlock() noexcept CHANFLOW_RELEASE() CHANFLOW_NO_THREAD_SAFETY_ANALYSIS {
     flag_.store(false, std::memory_order_release);
+  }
+  // Whether some thread holds the lock (a snapshot, for assertions that the caller holds it: a
+  // spin lock does not know its owner, so "held by someone" is what can be checked).
+  bool is_locked() const noexcept { return flag_.load(std::memory_order_relaxed); }
+  // Tells the analysis the caller holds this lock (code it cannot follow: a callback run with the
+  // lock retaken); checks is_locked() in debug and sanitizer builds.
+  void assert_held() const noexcept CHANFLOW_ASSERT_CAPABILITY(this) {
+    CHANFLOW_INVARIANT(is_locked()) << "spin lock not held";
   }
 
  private:

@@ -57,6 +57,10 @@
 // On a function returning a lock: the caller may treat the result as that lock (an accessor).
 #define CHANFLOW_RETURN_CAPABILITY(lock) CHANFLOW_THREAD_ANNOTATION_(lock_returned(lock))
 
+// On a function that establishes, for the analysis, that the caller holds `lock` (a contract the
+// caller meets in a way the analysis cannot follow); it may check the claim at run time.
+#define CHANFLOW_ASSERT_CAPABILITY(lock) CHANFLOW_THREAD_ANNOTATION_(assert_capability(lock))
+
 // On one function whose correct locking the analysis cannot follow (locks taken in a loop over
 // several objects, a lock released through a callback). State the reason next to each use.
 #define CHANFLOW_NO_THREAD_SAFETY_ANALYSIS CHANFLOW_THREAD_ANNOTATION_(no_thread_safety_analysis)

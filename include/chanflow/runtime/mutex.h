@@ -36,8 +36,8 @@ class CHANFLOW_API Mutex {
   static constexpr uint32_t kLocked = 1;
   static constexpr uint32_t kLockedWaiters = 2;
   std::atomic<uint32_t> state_{kUnlocked};
-  os::SpinLock lock_;  // guards waiters_ and the 1 <-> 2 transitions
-  detail::WaitQueue waiters_;
+  os::SpinLock lock_;  // guards waiters_ and the 1 <-> 2 transitions of state_
+  detail::WaitQueue waiters_ CHANFLOW_GUARDED_BY(lock_);
 };
 
 }  // namespace chanflow

@@ -37,8 +37,8 @@ class CHANFLOW_API WaitGroup {
 
  private:
   mutable os::SpinLock lock_;
-  int64_t count_ = 0;
-  detail::WaitQueue waiters_;
+  int64_t count_ CHANFLOW_GUARDED_BY(lock_) = 0;
+  detail::WaitQueue waiters_ CHANFLOW_GUARDED_BY(lock_);
 };
 
 }  // namespace chanflow

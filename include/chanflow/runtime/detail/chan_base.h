@@ -91,24 +91,27 @@ class CHANFLOW_API ChanBase {
   // until it is used (make(chan T, 1<<31) then sending five values allocates five-ish slots, not 16
   // GiB).
   static constexpr std::size_t kEagerSlots = 256;
-  void* slot(std::size_t i) const noexcept { return buf_ + ((head_ + i) % slots_) * ops_->size; }
+  void* slot(std::size_t i) const noexcept CHANFLOW_REQUIRES(lock_) { return buf_ + ((head_ + i) % slots_) * ops_->size; }
   // Makes room for one more buffered value (count_ == slots_ < cap_): a buffer twice the size (at
   // most cap_) with the values moved to its front in order. Out-of-memory ends the process, like
   // any allocation in a noexcept path.
-  void grow() noexcept;
+  void grow() noexcept CHANFLOW_REQUIRES(lock_);
   // The first of C1-C4 that does not hold ("C2: ..."), or nullptr. lock_ held.
-  const char* broken_invariant() const noexcept;
+  const char* broken_invariant() const noexcept CHANFLOW_REQUIRES(lock_);
 
-  os::SpinLock lock_;
+  // Mutable state is guarded by lock_ (checked by Clang's analysis). closed_ and count_ are written
+  // only under lock_ too, but are atomics read without it (size(), closed(), the readiness checks),
+  // so they carry no GUARDED_BY. cap_ and ops_ never change.
+  mutable os::SpinLock lock_;
   std::atomic<bool> closed_{false};
   std::atomic<std::size_t> count_{0};
-  std::size_t cap_;
-  std::size_t slots_ = 0;
-  std::size_t head_ = 0;
-  unsigned char* buf_ = nullptr;
-  const ElemOps* ops_;
-  WaitQueue recvq_;
-  WaitQueue sendq_;
+  const std::size_t cap_;
+  std::size_t slots_ CHANFLOW_GUARDED_BY(lock_) = 0;
+  std::size_t head_ CHANFLOW_GUARDED_BY(lock_) = 0;
+  unsigned char* buf_ CHANFLOW_GUARDED_BY(lock_) = nullptr;
+  const ElemOps* const ops_;
+  WaitQueue recvq_ CHANFLOW_GUARDED_BY(lock_);
+  WaitQueue sendq_ CHANFLOW_GUARDED_BY(lock_);
 };
 
 // Lock-free "could a receive proceed?" — Go's `empty(c)` fast path of a non-blocking receive. Never
@@ -147,13 +150,16 @@ CHANFLOW_API int chan_try_recv(ChanBase* c, void* out);
 // Closes; wakes every waiter. Throws ChannelClosedError for nil or already closed.
 CHANFLOW_API void chan_close(ChanBase* c);
 
-inline bool recv_may_proceed(const ChanBase* c) noexcept {
+// Not analysed: reading the queue head without the lock is the point (the argument above is why
+// it is sound); empty_unlocked() is the queue's one lock-free read.
+inline bool recv_may_proceed(const ChanBase* c) noexcept CHANFLOW_NO_THREAD_SAFETY_ANALYSIS {
   const bool empty =
       c->cap_ == 0 ? c->sendq_.empty_unlocked() : c->count_.load(std::memory_order_acquire) == 0;
   return !empty || c->closed_.load(std::memory_order_acquire);
 }
 
-inline bool send_may_proceed(const ChanBase* c) noexcept {
+// Not analysed, as recv_may_proceed.
+inline bool send_may_proceed(const ChanBase* c) noexcept CHANFLOW_NO_THREAD_SAFETY_ANALYSIS {
   const bool full = c->cap_ == 0 ? c->recvq_.empty_unlocked()
                                  : c->count_.load(std::memory_order_acquire) == c->cap_;
   return !full || c->closed_.load(std::memory_order_acquire);
