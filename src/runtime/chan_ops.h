@@ -62,12 +62,13 @@ struct ChanAlgo {
   static void mark_closed(ChanBase* c) noexcept CHANFLOW_REQUIRES(c->lock_) {
     c->closed_.store(true, std::memory_order_release);
   }
-  // A receive from a closed, drained channel: leaves `out` (a std::optional<T>) empty. Needs no lock
-  // (ops_ never changes): a select calls it after its wait, with every lock released.
+  // A receive from a closed, drained channel: leaves `out` (a std::optional<T>) empty. Needs no
+  // lock (ops_ never changes): a select calls it after its wait, with every lock released.
   static void reset_out(const ChanBase* c, void* out) noexcept { c->ops_->reset_optional(out); }
 
   // A sender meets a parked receiver: the value goes straight into the receiver's optional.
-  static void hand_to_receiver(ChanBase* c, Waiter* r, void* elem) noexcept CHANFLOW_REQUIRES(c->lock_) {
+  static void hand_to_receiver(ChanBase* c, Waiter* r, void* elem) noexcept
+      CHANFLOW_REQUIRES(c->lock_) {
     c->ops_->to_optional(r->elem, elem);
     r->success = true;
   }
@@ -93,7 +94,8 @@ struct ChanAlgo {
 
   // A receiver meets a parked sender. Unbuffered: take its value directly. Buffered (then full):
   // take the head and move the sender's value to the tail, keeping FIFO order.
-  static void take_from_sender(ChanBase* c, Waiter* s, void* out) noexcept CHANFLOW_REQUIRES(c->lock_) {
+  static void take_from_sender(ChanBase* c, Waiter* s, void* out) noexcept
+      CHANFLOW_REQUIRES(c->lock_) {
     if (c->cap_ == 0) {
       c->ops_->to_optional(out, s->elem);
     } else {

@@ -18,7 +18,9 @@ struct ChanBaseTestPeer {
     const char* b = c.broken_invariant();
     return b != nullptr ? b : "";
   }
-  static void set_count(ChanBase& c, std::size_t n) CHANFLOW_NO_THREAD_SAFETY_ANALYSIS { c.count_.store(n); }
+  static void set_count(ChanBase& c, std::size_t n) CHANFLOW_NO_THREAD_SAFETY_ANALYSIS {
+    c.count_.store(n);
+  }
   static void set_closed(ChanBase& c) CHANFLOW_NO_THREAD_SAFETY_ANALYSIS { c.closed_.store(true); }
   static WaitQueue& recvq(ChanBase& c) CHANFLOW_NO_THREAD_SAFETY_ANALYSIS { return c.recvq_; }
   static WaitQueue& sendq(ChanBase& c) CHANFLOW_NO_THREAD_SAFETY_ANALYSIS { return c.sendq_; }

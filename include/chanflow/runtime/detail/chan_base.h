@@ -91,7 +91,9 @@ class CHANFLOW_API ChanBase {
   // until it is used (make(chan T, 1<<31) then sending five values allocates five-ish slots, not 16
   // GiB).
   static constexpr std::size_t kEagerSlots = 256;
-  void* slot(std::size_t i) const noexcept CHANFLOW_REQUIRES(lock_) { return buf_ + ((head_ + i) % slots_) * ops_->size; }
+  void* slot(std::size_t i) const noexcept CHANFLOW_REQUIRES(lock_) {
+    return buf_ + ((head_ + i) % slots_) * ops_->size;
+  }
   // Makes room for one more buffered value (count_ == slots_ < cap_): a buffer twice the size (at
   // most cap_) with the values moved to its front in order. Out-of-memory ends the process, like
   // any allocation in a noexcept path.
