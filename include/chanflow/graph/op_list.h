@@ -19,10 +19,11 @@
 //   perm        Node name(const Node& a, const std::vector<int64_t>& perm = {})
 //   dtype       Node name(const Node& a, DType dtype)
 //
-// Adding an op: an entry in the list of its group, its definition in src/graph/ops.cc (a missing
-// one is a link error), and — when it builds a node of a new OpKind — its OpKind, op_kind_name,
-// evaluation (src/graph/eval.cc) and gradient (src/graph/grad.cc). tests/graph/op_list_test.cc
-// checks that every entry builds the node its name says and that every OpKind has an entry.
+// Adding an op: an entry in the list of its group and, when it builds a node of a new OpKind, that
+// OpKind (graph.h) and its row in src/graph/op_table.cc (name, form, shape/dtype inference, kernel,
+// gradient). The function is defined from this entry (op_table.cc: a missing row fails to
+// compile). tests/graph/op_list_test.cc checks that every entry builds the node its name says and
+// that every OpKind has an entry. docs/graph.md, "How to add an op", walks through an example.
 //
 // CHANFLOW_GRAPH_OPS(X) expands every group, in the order below.
 #pragma once
