@@ -366,6 +366,12 @@ constexpr std::array<OpRow, kOpKinds> kOpTable = {{
          [](Vjp& v) {
            if (v.need(0)) v.out[0] = v.g * cast(greater(v.x[0], zero_like(v)), v.n.dtype);
          }},
+    {.kind = OpKind::kSoftplus,
+     .name = "softplus",
+     .form = Form::kUnary,
+     .infer = infer_elementwise<float_dtype>,
+     .eval = [](N, T in, K o) { return softplus(in[0], o); },
+     .vjp = [](Vjp& v) { unary_chain(v, sigmoid(v.x[0])); }},
     {.kind = OpKind::kSum,
      .name = "sum",
      .form = Form::kReduce,

@@ -47,7 +47,7 @@
   X(binary, greater, "Elementwise a > b (bool).")     \
   X(binary, greater_equal, "Elementwise a >= b (bool).")
 
-// Unary elementwise. exp, log, sqrt, tanh and sigmoid give a float node (float_result_type).
+// Unary elementwise. exp, log, sqrt, tanh, sigmoid, softplus give a float node (float_result_type).
 #define CHANFLOW_GRAPH_UNARY_OPS(X)                   \
   X(unary, neg, "Elementwise -a.")                    \
   X(unary, abs, "Elementwise |a|.")                   \
@@ -57,6 +57,7 @@
   X(unary, sqrt, "Elementwise square root.")          \
   X(unary, tanh, "Elementwise hyperbolic tangent.")   \
   X(unary, sigmoid, "Elementwise 1 / (1 + e ** -a).") \
+  X(unary, softplus, "Elementwise log(1 + e ** a).")  \
   X(unary, square, "Elementwise a * a (a mul node).")
 
 // Reductions over `axes` (empty: all; negative axes count from the end; sum of an integer node
