@@ -158,13 +158,19 @@ Shape keep_shape(const Shape& in, const Axes& axes) {
   return s;
 }
 
-// sum and mean: the upstream gradient broadcast back over the reduced axes, times `scale`.
-void reduce_vjp(Vjp& v, double scale) {
+// sum and mean: the upstream gradient broadcast back over the reduced axes (mean: divided by the
+// number of elements each result averages).
+void reduce_vjp(Vjp& v, bool mean) {
   if (!v.need(0)) return;
-  const Shape ks = keep_shape(v.x[0].shape(), v.n.axes);
+  const Shape& in = v.x[0].shape();
+  const Shape ks = keep_shape(in, v.n.axes);
   Node gk = v.g.shape() == ks ? v.g : reshape(v.g, ks);
-  Node b = broadcast_to(gk, v.x[0].shape());
-  if (scale != 1.0) b = b * scale;
+  Node b = broadcast_to(gk, in);
+  if (mean) {
+    int64_t count = 1;
+    for (int64_t ax : v.n.axes) count *= in[static_cast<std::size_t>(ax)];
+    b = b * (1.0 / static_cast<double>(count == 0 ? 1 : count));
+  }
   v.out[0] = fit(b, v.x[0]);
 }
 
@@ -356,7 +362,10 @@ constexpr std::array<OpRow, kOpKinds> kOpTable = {{
      .form = Form::kUnary,
      .infer = infer_elementwise<float_dtype>,
      .eval = [](N, T in, K o) { return sigmoid(in[0], o); },
-     .vjp = [](Vjp& v) { unary_chain(v, v.y * (1.0 - v.y)); }},
+     .vjp =
+         [](Vjp& v) {
+           if (v.need(0)) v.out[0] = fit(v.g * v.y * (1.0 - v.y), v.x[0]);
+         }},
     {.kind = OpKind::kRelu,
      .name = "relu",
      .form = Form::kUnary,
@@ -377,18 +386,13 @@ constexpr std::array<OpRow, kOpKinds> kOpTable = {{
      .form = Form::kReduce,
      .infer = infer_reduce<sum_dtype, false>,
      .eval = [](N n, T in, K o) { return sum(in[0], n.axes, n.keepdims, o); },
-     .vjp = [](Vjp& v) { reduce_vjp(v, 1.0); }},
+     .vjp = [](Vjp& v) { reduce_vjp(v, /*mean=*/false); }},
     {.kind = OpKind::kMean,
      .name = "mean",
      .form = Form::kReduce,
      .infer = infer_reduce<mean_dtype, false>,
      .eval = [](N n, T in, K o) { return mean(in[0], n.axes, n.keepdims, o); },
-     .vjp =
-         [](Vjp& v) {
-           int64_t count = 1;
-           for (int64_t ax : v.n.axes) count *= v.x[0].shape()[static_cast<std::size_t>(ax)];
-           reduce_vjp(v, 1.0 / static_cast<double>(count == 0 ? 1 : count));
-         }},
+     .vjp = [](Vjp& v) { reduce_vjp(v, /*mean=*/true); }},
     {.kind = OpKind::kMax,
      .name = "max",
      .form = Form::kReduce,
