@@ -26,25 +26,35 @@ GraphImpl* graph_of(OpKind op, std::initializer_list<const Node*> operands) {
   return g;
 }
 
-// Appends a node of kind `k` over `operands` with the attributes set in `draft`, after its row's
-// inference; nothing is appended when inference throws.
-Node build(OpKind k, std::initializer_list<const Node*> operands, NodeData draft) {
+// Appends a node of kind `k` over `operands`, `set_attrs` filling in the attributes its function
+// was given, and runs its row's inference on it; the node is removed again when that throws. (It
+// is built in place: the deque keeps the operands' storage where it is.)
+template <class SetAttrs>
+Node build(OpKind k, std::initializer_list<const Node*> operands, SetAttrs set_attrs) {
   const OpRow& row = op_row(k);
   GraphImpl* g = graph_of(k, operands);
-  draft.id = static_cast<int64_t>(g->nodes.size());
-  draft.op = k;
-  draft.name = std::string(row.name) + std::to_string(draft.id);
-  Inference c{{}, draft};
-  std::size_t i = 0;
-  for (const Node* n : operands) {
-    c.in[i++] = &n->data();
-    draft.operands.push_back(n->id());
+  NodeData& n = g->nodes.emplace_back();
+  try {
+    n.id = static_cast<int64_t>(g->nodes.size()) - 1;
+    n.op = k;
+    n.name = std::string(row.name) + std::to_string(n.id);
+    set_attrs(n);
+    Inference c{{}, n};
+    n.operands.reserve(operands.size());
+    std::size_t i = 0;
+    for (const Node* o : operands) {
+      c.in[i++] = &o->data();
+      n.operands.push_back(o->id());
+    }
+    row.infer(c);
+  } catch (...) {
+    g->nodes.pop_back();
+    throw;
   }
-  row.infer(c);
-  // A deque: references to the operands' storage stay valid.
-  const NodeData& n = g->nodes.emplace_back(std::move(draft));
   return {g, n.id};
 }
+
+void no_attrs(NodeData&) {}
 
 }  // namespace
 
@@ -64,47 +74,39 @@ Node build_binary(OpKind k, const Node& a, const Node& b, int min_rank, const ch
                                  << shape_to_string(b.shape());
     }
   }
-  return build(k, {&a, &b}, {});
+  return build(k, {&a, &b}, no_attrs);
 }
 
-Node build_unary(OpKind k, const Node& a) { return build(k, {&a}, {}); }
+Node build_unary(OpKind k, const Node& a) { return build(k, {&a}, no_attrs); }
 
 Node build_reduce(OpKind k, const Node& a, const Axes& axes, bool keepdims) {
-  NodeData d;
-  d.axes = axes;
-  d.keepdims = keepdims;
-  return build(k, {&a}, std::move(d));
+  return build(k, {&a}, [&](NodeData& n) {
+    n.axes = axes;
+    n.keepdims = keepdims;
+  });
 }
 
 Node build_argreduce(OpKind k, const Node& a, std::optional<int64_t> axis, bool keepdims) {
-  NodeData d;
-  d.axis = axis;
-  d.keepdims = keepdims;
-  return build(k, {&a}, std::move(d));
+  return build(k, {&a}, [&](NodeData& n) {
+    n.axis = axis;
+    n.keepdims = keepdims;
+  });
 }
 
 Node build_axis(OpKind k, const Node& a, int64_t axis) {
-  NodeData d;
-  d.axis = axis;
-  return build(k, {&a}, std::move(d));
+  return build(k, {&a}, [&](NodeData& n) { n.axis = axis; });
 }
 
 Node build_shape(OpKind k, const Node& a, const Shape& shape) {
-  NodeData d;
-  d.target = shape;
-  return build(k, {&a}, std::move(d));
+  return build(k, {&a}, [&](NodeData& n) { n.target = shape; });
 }
 
 Node build_perm(OpKind k, const Node& a, const std::vector<int64_t>& perm) {
-  NodeData d;
-  d.perm = perm;
-  return build(k, {&a}, std::move(d));
+  return build(k, {&a}, [&](NodeData& n) { n.perm = perm; });
 }
 
 Node build_dtype(OpKind k, const Node& a, DType dtype) {
-  NodeData d;
-  d.to = dtype;
-  return build(k, {&a}, std::move(d));
+  return build(k, {&a}, [&](NodeData& n) { n.to = dtype; });
 }
 
 }  // namespace detail
