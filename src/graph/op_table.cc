@@ -688,8 +688,9 @@ consteval Target target_of(std::string_view entry) {
   for (const OpRow& r : kOpTable) {
     if (std::string_view(r.name) == entry) return {r.kind, r.name};
   }
-  throw "op_list.h names a function with no row in the op table";  // not a constant: fails to
-                                                                   // compile
+  // Reached only for a name with no row: a throw is not a constant expression, so the entry's
+  // function fails to compile.
+  throw "op_list.h names a function with no row in the op table";
 }
 
 Node unary_entry(Target t, const Node& a) {
@@ -703,47 +704,47 @@ Node unary_entry(Target t, const Node& a) {
 
 // ---- the op functions of op_list.h ----
 
-#define CF_DEFINE_binary(name)                                      \
+#define CHANFLOW_GRAPH_DEFINE_binary(name)                          \
   Node name(const Node& a, const Node& b) {                         \
     constexpr detail::Target t = detail::target_of(#name);          \
     return detail::build_binary(t.kind, a, b, t.min_rank, t.entry); \
   }
-#define CF_DEFINE_unary(name) \
+#define CHANFLOW_GRAPH_DEFINE_unary(name) \
   Node name(const Node& a) { return detail::unary_entry(detail::target_of(#name), a); }
-#define CF_DEFINE_reduce(name)                                                     \
+#define CHANFLOW_GRAPH_DEFINE_reduce(name)                                         \
   Node name(const Node& a, const Axes& axes, bool keepdims) {                      \
     return detail::build_reduce(detail::target_of(#name).kind, a, axes, keepdims); \
   }
-#define CF_DEFINE_argreduce(name)                                                     \
+#define CHANFLOW_GRAPH_DEFINE_argreduce(name)                                         \
   Node name(const Node& a, std::optional<int64_t> axis, bool keepdims) {              \
     return detail::build_argreduce(detail::target_of(#name).kind, a, axis, keepdims); \
   }
-#define CF_DEFINE_axis(name)                                           \
+#define CHANFLOW_GRAPH_DEFINE_axis(name)                               \
   Node name(const Node& a, int64_t axis) {                             \
     return detail::build_axis(detail::target_of(#name).kind, a, axis); \
   }
-#define CF_DEFINE_shape(name)                                            \
+#define CHANFLOW_GRAPH_DEFINE_shape(name)                                \
   Node name(const Node& a, const Shape& shape) {                         \
     return detail::build_shape(detail::target_of(#name).kind, a, shape); \
   }
-#define CF_DEFINE_perm(name)                                           \
+#define CHANFLOW_GRAPH_DEFINE_perm(name)                               \
   Node name(const Node& a, const std::vector<int64_t>& perm) {         \
     return detail::build_perm(detail::target_of(#name).kind, a, perm); \
   }
-#define CF_DEFINE_dtype(name)                                            \
+#define CHANFLOW_GRAPH_DEFINE_dtype(name)                                \
   Node name(const Node& a, DType dtype) {                                \
     return detail::build_dtype(detail::target_of(#name).kind, a, dtype); \
   }
-#define CF_DEFINE_OP(kind, name, doc) CF_DEFINE_##kind(name)
-CHANFLOW_GRAPH_OPS(CF_DEFINE_OP)
-#undef CF_DEFINE_OP
-#undef CF_DEFINE_binary
-#undef CF_DEFINE_unary
-#undef CF_DEFINE_reduce
-#undef CF_DEFINE_argreduce
-#undef CF_DEFINE_axis
-#undef CF_DEFINE_shape
-#undef CF_DEFINE_perm
-#undef CF_DEFINE_dtype
+#define CHANFLOW_GRAPH_DEFINE_OP(kind, name, doc) CHANFLOW_GRAPH_DEFINE_##kind(name)
+CHANFLOW_GRAPH_OPS(CHANFLOW_GRAPH_DEFINE_OP)
+#undef CHANFLOW_GRAPH_DEFINE_OP
+#undef CHANFLOW_GRAPH_DEFINE_binary
+#undef CHANFLOW_GRAPH_DEFINE_unary
+#undef CHANFLOW_GRAPH_DEFINE_reduce
+#undef CHANFLOW_GRAPH_DEFINE_argreduce
+#undef CHANFLOW_GRAPH_DEFINE_axis
+#undef CHANFLOW_GRAPH_DEFINE_shape
+#undef CHANFLOW_GRAPH_DEFINE_perm
+#undef CHANFLOW_GRAPH_DEFINE_dtype
 
 }  // namespace chanflow
