@@ -6,7 +6,8 @@ oneTBB flow graph, std:: baselines, OpenBLAS/memcpy) outside the source tree, ru
 several times, takes medians, and prints one table: area, shape, chanflow, peer, ratio, target,
 met / not met. Each row declares its target below (docs/benchmarks.md, "Targets", lists them), as a
 ratio against a peer measured in the same run. Writes build/bench/results.json,
-build/bench/results.png (gnuplot) and appends a dated section to docs/benchmarks.md. First runs
+build/bench/results.png (gnuplot), appends a dated section to docs/benchmarks_history.md and
+replaces the measured areas' sections of docs/benchmarks.md's current results. First runs
 scripts/bootstrap.sh --dev, which installs the peers (golang-go, libboost-fiber-dev, libtbb-dev,
 gnuplot-nox) when they are missing (CHANFLOW_SKIP_BOOTSTRAP=1 skips it).
 
@@ -40,6 +41,7 @@ BUILD = ROOT / "build" / "release"
 PEERS = ROOT / "build" / "peers"
 OUT = ROOT / "build" / "bench"
 DOC = ROOT / "docs" / "benchmarks.md"
+HISTORY = ROOT / "docs" / "benchmarks_history.md"
 PYTHON = Path("/usr/bin/python3")  # CMakePresets.json builds chanflow._native for this one
 PY_BENCH = ROOT / "bench" / "python" / "python_bench.py"
 
@@ -817,45 +819,61 @@ def commit():
     return sha + ("-dirty" if dirty else "")
 
 
-DOC_HEADER = """# chanflow benchmarks
+HISTORY_HEADER = """# chanflow benchmarks: history
 
-Dated sections below are appended by `python3 scripts/bench.py` and never edited by hand. Figures
-are medians over repetitions; `±` is the spread (max − min) / median; ratios are chanflow / peer in
-the row's unit; targets are those each row of `scripts/bench.py` declares (see "Targets" above).
-
-## Recorded runs
+Every run of `python3 scripts/bench.py`, appended as a dated section and never edited by hand, with
+the notes recorded by hand beside them. The newest figures of each table are in
+[benchmarks.md](benchmarks.md), "Current results".
 """
 
+CURRENT = "## Current results"
 
-def append_doc(table, meta, png):
-    DOC.parent.mkdir(parents=True, exist_ok=True)
-    if not DOC.exists():
-        DOC.write_text(DOC_HEADER)
-    met = sum(1 for e in table if e["met"] is True)
-    not_met = [e for e in table if e["met"] is False]
-    na = sum(1 for e in table if e["met"] is None and e["target"] is not None)
-    parts = [
-        "",
-        f"## {meta['date']} — commit {meta['commit']}" + (" (quick run)" if meta["quick"] else ""),
-        "",
-        f"- Machine: {meta['machine']['nproc']} CPUs, {meta['machine']['cpu']}, Linux "
-        f"{meta['machine']['kernel']}; {meta['machine']['compiler']}",
+
+def run_lines(meta):
+    """The bullet lines describing a run: machine, load, peers, repetitions, targets."""
+    m = meta["machine"]
+    load = meta.get("load")
+    lines = [f"- Machine: {m['nproc']} CPUs, {m['cpu']}, Linux {m['kernel']}; {m['compiler']}"]
+    if load:
+        lines.append(f"- Load: 1-minute load average {load['start']:.2f} at the start, "
+                     f"{load['end']:.2f} at the end")
+    lines += [
         f"- Peers: {'; '.join(f'{k}: {v}' for k, v in meta['versions'].items())}",
         f"- Repetitions per figure: {meta['reps']} (runtime shapes: each repetition = one warm-up"
         f" + {meta['iters']} timed run(s))" + (f", counts scaled by {meta['scale']}" if
                                                meta['scale'] != 1 else "")
         + (f"; only area '{meta['only']}'" if meta["only"] else ""),
-        f"- Targets: {met} met, {len(not_met)} not met, {na} not measurable yet.",
+    ]
+    return lines
+
+
+def not_met_line(rows):
+    not_met = [e for e in rows if e["met"] is False]
+    if not not_met:
+        return None
+    return "Not met: " + "; ".join(
+        f"{e['shape']} vs {e['peer']} ({e['ratio']:.2f}x, target {e['target']})"
+        if e["ratio"] is not None else f"{e['shape']} ({fmt(e['chanflow'])} {e['unit']})"
+        for e in not_met) + "."
+
+
+def dated_section(table, meta, png):
+    """The run as a dated section of docs/benchmarks_history.md."""
+    met = sum(1 for e in table if e["met"] is True)
+    not_met = sum(1 for e in table if e["met"] is False)
+    na = sum(1 for e in table if e["met"] is None and e["target"] is not None)
+    parts = [
+        "",
+        f"## {meta['date']} — commit {meta['commit']}" + (" (quick run)" if meta["quick"] else ""),
+        "",
+        *run_lines(meta),
+        f"- Targets: {met} met, {not_met} not met, {na} not measurable yet.",
         "",
         render_table(table, markdown=True),
         "",
     ]
-    if not_met:
-        parts.append("Not met: " + "; ".join(
-            f"{e['shape']} vs {e['peer']} ({e['ratio']:.2f}x, target {e['target']})"
-            if e["ratio"] is not None else f"{e['shape']} ({fmt(e['chanflow'])} {e['unit']})"
-            for e in not_met) + ".")
-        parts.append("")
+    if not_met_line(table):
+        parts += [not_met_line(table), ""]
     why = reasons(table)
     if why:
         parts.append("Missing numbers: " + "; ".join(why) + ".")
@@ -863,8 +881,61 @@ def append_doc(table, meta, png):
     if png:
         parts.append(f"Chart: `{png.relative_to(ROOT)}` (build artefact, regenerated by each run).")
         parts.append("")
-    with open(DOC, "a") as f:
-        f.write("\n".join(parts))
+    return "\n".join(parts)
+
+
+def area_section(area, table, meta):
+    """One area's rows of the run, as its section of docs/benchmarks.md's current results."""
+    rows = [e for e in table if e["area"] == area]
+    parts = [
+        f"### {area}",
+        "",
+        f"Run of {meta['date']}, commit {meta['commit']}" + (" (quick run)" if meta["quick"] else "")
+        + "; its dated section is in [benchmarks_history.md](benchmarks_history.md).",
+        "",
+        *run_lines(meta),
+        "",
+        render_table(rows, markdown=True),
+        "",
+    ]
+    if not_met_line(rows):
+        parts += [not_met_line(rows), ""]
+    return "\n".join(parts)
+
+
+def replace_area(doc, area, section):
+    """doc with the current-results section of `area` replaced by `section` (added in AREAS order
+    when the page has none yet). The page must have a "## Current results" section."""
+    lines = doc.split("\n")
+    try:
+        top = lines.index(CURRENT)
+    except ValueError:
+        sys.exit(f"bench: {DOC} has no '{CURRENT}' section to update")
+    end = next((i for i in range(top + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
+    heads = {lines[i][4:]: i for i in range(top + 1, end) if lines[i].startswith("### ")}
+    new = section.rstrip("\n").split("\n") + [""]
+    if area in heads:
+        start = heads[area]
+        stop = next((i for i in range(start + 1, end) if lines[i].startswith("### ")), end)
+        return "\n".join(lines[:start] + new + lines[stop:])
+    later = [heads[a] for a in AREAS[AREAS.index(area) + 1:] if a in heads]
+    at = min(later) if later else end
+    return "\n".join(lines[:at] + new + lines[at:])
+
+
+def record_doc(table, meta, png):
+    """Appends the run to docs/benchmarks_history.md and makes its figures the current results of
+    their areas in docs/benchmarks.md."""
+    HISTORY.parent.mkdir(parents=True, exist_ok=True)
+    if not HISTORY.exists():
+        HISTORY.write_text(HISTORY_HEADER)
+    with open(HISTORY, "a") as f:
+        f.write(dated_section(table, meta, png))
+    doc = DOC.read_text()
+    for area in AREAS:
+        if any(e["area"] == area for e in table):
+            doc = replace_area(doc, area, area_section(area, table, meta))
+    DOC.write_text(doc)
 
 
 def main():
@@ -875,7 +946,8 @@ def main():
     ap.add_argument("--iters", type=int,
                     help="timed runs of each runtime shape per repetition (default 3; quick: 1)")
     ap.add_argument("--no-build", action="store_true", help="use the binaries already built")
-    ap.add_argument("--no-doc", action="store_true", help="do not append to docs/benchmarks.md")
+    ap.add_argument("--no-doc", action="store_true",
+                    help="do not record the run in docs/benchmarks.md and benchmarks_history.md")
     ap.add_argument("--go-all", action="store_true",
                     help="run all of Go's 'Chan|Select' runtime benchmarks (slow), not only "
                          "those in the table")
@@ -889,8 +961,10 @@ def main():
     # The peers and gnuplot are in bootstrap's --dev set (the README's set has none of them).
     subprocess.run([str(ROOT / "scripts" / "bootstrap.sh"), "--dev"], check=True)
     OUT.mkdir(parents=True, exist_ok=True)
+    load_start = os.getloadavg()[0]
     sources = Sources(args)
     table = evaluate(sources, args.only)
+    load_end = os.getloadavg()[0]
     print(render_table(table, markdown=False))
     why = reasons(table)
     if why:
@@ -903,13 +977,14 @@ def main():
     meta = dict(date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
                 commit=commit(), machine=machine(), versions=sources.versions, reps=args.reps,
                 iters=args.iters,
-                scale=args.scale, quick=args.quick, only=args.only)
+                scale=args.scale, quick=args.quick, only=args.only,
+                load=dict(start=load_start, end=load_end))
     (OUT / "results.json").write_text(json.dumps(dict(meta=meta, rows=table), indent=1))
     png = chart(table, OUT / "results.png")
     log(f"wrote {OUT / 'results.json'}" + (f" and {png}" if png else ""))
     if not args.no_doc:
-        append_doc(table, meta, png)
-        log(f"appended to {DOC}")
+        record_doc(table, meta, png)
+        log(f"recorded in {DOC} (current results) and {HISTORY}")
 
 
 if __name__ == "__main__":

@@ -1,9 +1,11 @@
-// eval.cc — the forward computation of one node, shared by both machines.
+// eval.cc — the forward computation of one node, shared by both machines: the node's row's
+// kernel, split into chunks that check the run's context when the work is large.
 #include <sstream>
 
 #include "chanflow/core/error.h"
 #include "chanflow/runtime/context.h"
 #include "graph_impl.h"
+#include "op_table.h"
 
 namespace chanflow::detail {
 namespace {
@@ -12,19 +14,6 @@ namespace {
 // about 0.1-1 ms of work per chunk, so the check costs nothing measurable.
 constexpr int64_t kChunkElements = int64_t{1} << 18;      // elementwise/reduction elements
 constexpr int64_t kChunkMultiplyAdds = int64_t{1} << 24;  // matmul
-
-Tensor sum_to_kernel(const Tensor& a, const Shape& target, DType dtype, const KernelOptions& o) {
-  const Shape& s = a.shape();
-  const std::size_t lead = s.size() - target.size();
-  Axes axes;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (i < lead || (target[i - lead] == 1 && s[i] != 1)) axes.push_back(static_cast<int64_t>(i));
-  }
-  Tensor r = axes.empty() ? a : sum(a, axes, /*keepdims=*/true, o);
-  r = r.reshape(target);
-  if (r.dtype() != dtype) r = cast(r, dtype);
-  return r;
-}
 
 }  // namespace
 
@@ -61,27 +50,25 @@ Tensor eval_custom(const NodeData& n, const Tensor* in, const Context* ctx) {
 }  // namespace
 
 Tensor eval_node(const NodeData& n, const Tensor* in, const Context* ctx, Tensor reuse) {
+  const OpRow& row = op_row(n.op);
   // Fast paths first: sources pass their value through and custom ops need no kernel options
   // (building KernelOptions and sizing the work cost more than a trivial op itself).
-  switch (n.op) {
-    case OpKind::kInput:
-    case OpKind::kConstant:
-      if (in[0].dtype() == n.dtype && in[0].shape() == n.shape) return in[0];
-      break;
-    case OpKind::kCustom:
-      return eval_custom(n, in, ctx);
-    default:
-      break;
+  if (row.form == Form::kSource) {
+    if (in[0].dtype() == n.dtype && in[0].shape() == n.shape) return in[0];
+  } else if (row.form == Form::kCustom) {
+    return eval_custom(n, in, ctx);
   }
   KernelOptions o;
   if (ctx != nullptr) {
     int64_t work = 0;
-    for (std::size_t i = 0; i < n.operands.size(); ++i) work += in[i].numel();
-    if (n.op == OpKind::kMatmul) {
+    int64_t chunk = kChunkElements;
+    if (row.work == Work::kMultiplyAdds) {
       work = shape_numel(n.shape) *
              (n.operands.size() == 2 && !in[0].shape().empty() ? in[0].shape().back() : 1);
+      chunk = kChunkMultiplyAdds;
+    } else {
+      for (std::size_t i = 0; i < n.operands.size(); ++i) work += in[i].numel();
     }
-    const int64_t chunk = n.op == OpKind::kMatmul ? kChunkMultiplyAdds : kChunkElements;
     if (work > chunk) {
       check_context(*ctx);
       o.between_chunks = [ctx] { check_context(*ctx); };
@@ -89,119 +76,7 @@ Tensor eval_node(const NodeData& n, const Tensor* in, const Context* ctx, Tensor
     }
   }
   if (reuse.defined()) o.out = std::move(reuse);
-  Tensor r;
-  switch (n.op) {
-    case OpKind::kInput:
-    case OpKind::kConstant:
-      r = in[0];
-      break;
-    case OpKind::kAdd:
-      r = add(in[0], in[1], o);
-      break;
-    case OpKind::kSub:
-      r = sub(in[0], in[1], o);
-      break;
-    case OpKind::kMul:
-      r = mul(in[0], in[1], o);
-      break;
-    case OpKind::kDiv:
-      r = div(in[0], in[1], o);
-      break;
-    case OpKind::kPow:
-      r = pow(in[0], in[1], o);
-      break;
-    case OpKind::kMaximum:
-      r = maximum(in[0], in[1], o);
-      break;
-    case OpKind::kMinimum:
-      r = minimum(in[0], in[1], o);
-      break;
-    case OpKind::kEqual:
-      r = equal(in[0], in[1], o);
-      break;
-    case OpKind::kNotEqual:
-      r = not_equal(in[0], in[1], o);
-      break;
-    case OpKind::kLess:
-      r = less(in[0], in[1], o);
-      break;
-    case OpKind::kLessEqual:
-      r = less_equal(in[0], in[1], o);
-      break;
-    case OpKind::kGreater:
-      r = greater(in[0], in[1], o);
-      break;
-    case OpKind::kGreaterEqual:
-      r = greater_equal(in[0], in[1], o);
-      break;
-    case OpKind::kNeg:
-      r = neg(in[0], o);
-      break;
-    case OpKind::kAbs:
-      r = abs(in[0], o);
-      break;
-    case OpKind::kExp:
-      r = exp(in[0], o);
-      break;
-    case OpKind::kLog:
-      r = log(in[0], o);
-      break;
-    case OpKind::kSqrt:
-      r = sqrt(in[0], o);
-      break;
-    case OpKind::kTanh:
-      r = tanh(in[0], o);
-      break;
-    case OpKind::kSigmoid:
-      r = sigmoid(in[0], o);
-      break;
-    case OpKind::kRelu:
-      r = relu(in[0], o);
-      break;
-    case OpKind::kSum:
-      r = sum(in[0], n.axes, n.keepdims, o);
-      break;
-    case OpKind::kMean:
-      r = mean(in[0], n.axes, n.keepdims, o);
-      break;
-    case OpKind::kMax:
-      r = max(in[0], n.axes, n.keepdims, o);
-      break;
-    case OpKind::kMin:
-      r = min(in[0], n.axes, n.keepdims, o);
-      break;
-    case OpKind::kArgmax:
-      r = argmax(in[0], n.axis, n.keepdims, o);
-      break;
-    case OpKind::kSoftmax:
-      r = softmax(in[0], *n.axis, o);
-      break;
-    case OpKind::kLogSoftmax:
-      r = log_softmax(in[0], *n.axis, o);
-      break;
-    case OpKind::kMatmul:
-      r = matmul(in[0], in[1], o);
-      break;
-    case OpKind::kReshape:
-      r = in[0].reshape(n.target);
-      break;
-    case OpKind::kTranspose:
-      r = in[0].transpose(n.perm);
-      break;
-    case OpKind::kCast:
-      r = cast(in[0], n.to, o);
-      break;
-    case OpKind::kBroadcastTo: {
-      r = Tensor::empty(n.shape, n.dtype);
-      r.assign(in[0]);
-      break;
-    }
-    case OpKind::kSumTo:
-      r = sum_to_kernel(in[0], n.target, n.dtype, o);
-      break;
-    case OpKind::kCustom:
-      return eval_custom(n, in, ctx);
-  }
+  Tensor r = row.eval(n, in, o);
   if (r.dtype() != n.dtype) r = cast(r, n.dtype);
   if (r.shape() != n.shape) {
     CHANFLOW_THROW(ShapeError) << describe(n) << ": inferred shape " << shape_to_string(n.shape)

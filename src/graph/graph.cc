@@ -6,87 +6,13 @@
 #include "chanflow/core/error.h"
 #include "chanflow/runtime/context.h"
 #include "graph_impl.h"
+#include "op_table.h"
 
 namespace chanflow {
 
 const char* op_kind_name(OpKind op) noexcept {
-  switch (op) {
-    case OpKind::kInput:
-      return "input";
-    case OpKind::kConstant:
-      return "constant";
-    case OpKind::kAdd:
-      return "add";
-    case OpKind::kSub:
-      return "sub";
-    case OpKind::kMul:
-      return "mul";
-    case OpKind::kDiv:
-      return "div";
-    case OpKind::kPow:
-      return "pow";
-    case OpKind::kMaximum:
-      return "maximum";
-    case OpKind::kMinimum:
-      return "minimum";
-    case OpKind::kEqual:
-      return "equal";
-    case OpKind::kNotEqual:
-      return "not_equal";
-    case OpKind::kLess:
-      return "less";
-    case OpKind::kLessEqual:
-      return "less_equal";
-    case OpKind::kGreater:
-      return "greater";
-    case OpKind::kGreaterEqual:
-      return "greater_equal";
-    case OpKind::kNeg:
-      return "neg";
-    case OpKind::kAbs:
-      return "abs";
-    case OpKind::kExp:
-      return "exp";
-    case OpKind::kLog:
-      return "log";
-    case OpKind::kSqrt:
-      return "sqrt";
-    case OpKind::kTanh:
-      return "tanh";
-    case OpKind::kSigmoid:
-      return "sigmoid";
-    case OpKind::kRelu:
-      return "relu";
-    case OpKind::kSum:
-      return "sum";
-    case OpKind::kMean:
-      return "mean";
-    case OpKind::kMax:
-      return "max";
-    case OpKind::kMin:
-      return "min";
-    case OpKind::kArgmax:
-      return "argmax";
-    case OpKind::kSoftmax:
-      return "softmax";
-    case OpKind::kLogSoftmax:
-      return "log_softmax";
-    case OpKind::kMatmul:
-      return "matmul";
-    case OpKind::kReshape:
-      return "reshape";
-    case OpKind::kTranspose:
-      return "transpose";
-    case OpKind::kCast:
-      return "cast";
-    case OpKind::kBroadcastTo:
-      return "broadcast_to";
-    case OpKind::kSumTo:
-      return "sum_to";
-    case OpKind::kCustom:
-      return "custom";
-  }
-  return "?";
+  const auto k = static_cast<std::size_t>(op);
+  return k < detail::kOpKinds ? detail::kOpTable[k].name : "?";
 }
 
 const Context& OpContext::ctx() const { return *ctx_; }

@@ -317,6 +317,19 @@ struct SigmoidF {
     }
   }
 };
+struct SoftplusF {
+  template <class C>
+  static C f(C a) {
+    if constexpr (!std::is_floating_point_v<C>) {
+      return a;  // never dispatched: float-valued functions run in float_result_type
+    } else {
+      // log(1 + e^a) = max(a, 0) + log1p(e^-|a|): exp only of a non-positive number (no overflow
+      // for large a), and log1p keeps e^a's relative precision for very negative a, where
+      // 1 + e^a rounds to 1. NaN propagates through max's first operand.
+      return (a < C{0} ? C{0} : a) + std::log1p(std::exp(-std::abs(a)));
+    }
+  }
+};
 struct NotF {
   template <class C>
   static bool f(C a) {
@@ -494,6 +507,9 @@ Tensor tanh(const Tensor& a, const KernelOptions& opts) {
 }
 Tensor sigmoid(const Tensor& a, const KernelOptions& opts) {
   return float_unary<SigmoidF>("sigmoid", a, opts);
+}
+Tensor softplus(const Tensor& a, const KernelOptions& opts) {
+  return float_unary<SoftplusF>("softplus", a, opts);
 }
 
 }  // namespace chanflow

@@ -102,6 +102,8 @@ std::vector<Case> cases() {
       {"tanh", {{3}}, [](const V& x) { return cf::tanh(x[0]); }},
       {"sigmoid", {{3}}, [](const V& x) { return cf::sigmoid(x[0]); }},
       {"relu", {{6}}, [](const V& x) { return cf::relu(x[0]); }},
+      {"softplus", {{6}}, [](const V& x) { return cf::softplus(x[0]); }, -4.0, 4.0},
+      {"softplus_large", {{6}}, [](const V& x) { return cf::softplus(x[0]); }, -40.0, 40.0},
       {"square", {{3}}, [](const V& x) { return cf::square(x[0]); }},
       {"sum_axis", {{2, 3, 4}}, [](const V& x) { return cf::sum(x[0], {1}); }},
       {"sum_keepdims", {{2, 3}}, [](const V& x) { return cf::sum(x[0], {-1}, true); }},

@@ -57,6 +57,7 @@ REF = {
     "sqrt": np.sqrt,
     "tanh": np.tanh,
     "sigmoid": _sigmoid,
+    "softplus": lambda a: np.logaddexp(0.0, a),
     "square": np.square,
     "sum": lambda a, axes=None, keepdims=False: np.sum(a, axis=_axes(axes), keepdims=keepdims),
     "mean": lambda a, axes=None, keepdims=False: np.mean(a, axis=_axes(axes), keepdims=keepdims),
@@ -110,8 +111,10 @@ CASES["pow"] = _binary_cases("pow", positive_a=True)
 for _cmp in ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal"):
     _a = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
     CASES[_cmp] = [([_a, np.array([1.0, 5.0, 3.0])], {}), ([_a, np.array(4.0)], {})]
-for _u in ("neg", "abs", "relu", "exp", "tanh", "sigmoid", "square"):
+for _u in ("neg", "abs", "relu", "exp", "tanh", "sigmoid", "softplus", "square"):
     CASES[_u] = [([_away((2, 3), 10)], {}), ([_away((), 11)], {})]
+# softplus far out, where log(1 + e ** a) in double overflows or rounds to 0.
+CASES["softplus"].append(([np.array([-800.0, -50.0, -30.0, 30.0, 50.0, 800.0])], {}))
 for _u in ("log", "sqrt"):
     CASES[_u] = [([_r((2, 3), 12, 0.3, 3.0)], {}), ([_r((), 13, 0.3, 3.0)], {})]
 for _red in ("sum", "mean", "max", "min"):

@@ -331,7 +331,7 @@ def test_an_op_added_to_the_list_is_declared_by_itself(gen, source_dir):
     extended = op_list.replace(
         "#define CHANFLOW_GRAPH_OPS(X)      \\",
         "#define CHANFLOW_GRAPH_EXTRA_OPS(X) \\\n"
-        "  X(unary, softplus, \"log(1 + e ** a), \\\"smooth\\\" relu.\") \\\n"
+        "  X(unary, softsign, \"a / (1 + |a|), \\\"smooth\\\" sign.\") \\\n"
         "  /* X(unary, hidden, \"no\") */ \\\n"
         "  X(reduce, prod, \"Product over axes.\")\n"
         "// X(unary, commented, \"no\")\n"
@@ -340,13 +340,13 @@ def test_an_op_added_to_the_list_is_declared_by_itself(gen, source_dir):
     assert extended != op_list
     text = gen.generate(source, extended)
     section = op_section(gen, text).body
-    assert [fn.name for fn in section] == ["softplus", "prod"] + list(cf.graph_ops)
-    assert "def softplus(a: Node) -> Node:" in text
+    assert [fn.name for fn in section] == ["softsign", "prod"] + list(cf.graph_ops)
+    assert "def softsign(a: Node) -> Node:" in text
     assert "def prod" + gen.KIND_SIGNATURES["reduce"] + ":" in text
-    assert ast.get_docstring(section[0]) == 'log(1 + e ** a), "smooth" relu.'
+    assert ast.get_docstring(section[0]) == 'a / (1 + |a|), "smooth" sign.'
     names = stub_all(text)
-    assert "softplus" in names and "prod" in names and "unused" not in names
-    assert "softplus" not in gen.generate(source, op_list)
+    assert "softsign" in names and "prod" in names and "unused" not in names
+    assert "softsign" not in gen.generate(source, op_list)
 
 
 @pytest.mark.parametrize("change, message", [

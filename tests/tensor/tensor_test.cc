@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <random>
 #include <sstream>
 #include <string>
@@ -558,4 +559,36 @@ TEST(Kernels, OutputBufferIsReusedWhenUnique) {
   Tensor r2 = cf::add(a, a, opts);
   EXPECT_NE(r2->raw_data(), buf);
   EXPECT_TRUE(keep.equal_to(before));
+}
+
+// softplus = log(1 + e^x) against the naive formula in long double (whose range holds e^800 and
+// whose precision keeps 1 + e^-50): no overflow for large x, e^x's relative precision for very
+// negative x (where 1 + e^x rounds to 1 in double), infinities and NaN as the limits say.
+TEST(Kernels, SoftplusIsStableForLargeMagnitudes) {
+  const std::vector<double> xs = {-800, -700, -50, -30, -5, -1e-3, 0, 1e-3, 2, 30, 50, 700, 800};
+  const Tensor r64 = cf::softplus(Tensor::from_vector<double>(xs));
+  ASSERT_EQ(r64.dtype(), DType::kFloat64);
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    const long double x = xs[i];
+    const auto want = static_cast<double>(std::log1p(std::exp(x)));
+    const double got = r64.data<double>()[i];
+    EXPECT_NEAR(got, want, 1e-15 * std::abs(want)) << "x = " << xs[i];
+    // Positive wherever the true value is a double (e^-800 is not), where naive 1 + e^x gives 0.
+    if (want > 0) {
+      EXPECT_GT(got, 0.0) << "x = " << xs[i];
+    }
+  }
+  const std::vector<float> fs = {-80.0F, -20.0F, -1.0F, 0.0F, 1.0F, 20.0F, 80.0F, 100.0F};
+  const Tensor r32 = cf::softplus(Tensor::from_vector<float>(fs));
+  ASSERT_EQ(r32.dtype(), DType::kFloat32);
+  for (std::size_t i = 0; i < fs.size(); ++i) {
+    const long double x = fs[i];
+    const auto want = static_cast<float>(std::log1p(std::exp(x)));
+    EXPECT_NEAR(r32.data<float>()[i], want, 2e-7F * std::abs(want)) << "x = " << fs[i];
+  }
+  const double inf = std::numeric_limits<double>::infinity();
+  const Tensor edge = cf::softplus(Tensor::from_vector<double>({inf, -inf, std::nan("")}));
+  EXPECT_EQ(edge.data<double>()[0], inf);
+  EXPECT_EQ(edge.data<double>()[1], 0.0);
+  EXPECT_TRUE(std::isnan(edge.data<double>()[2]));
 }

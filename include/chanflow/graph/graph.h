@@ -63,6 +63,7 @@ enum class OpKind : uint8_t {
   kTanh,
   kSigmoid,
   kRelu,
+  kSoftplus,
   kSum,
   kMean,
   kMax,

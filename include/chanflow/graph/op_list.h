@@ -19,10 +19,11 @@
 //   perm        Node name(const Node& a, const std::vector<int64_t>& perm = {})
 //   dtype       Node name(const Node& a, DType dtype)
 //
-// Adding an op: an entry in the list of its group, its definition in src/graph/ops.cc (a missing
-// one is a link error), and — when it builds a node of a new OpKind — its OpKind, op_kind_name,
-// evaluation (src/graph/eval.cc) and gradient (src/graph/grad.cc). tests/graph/op_list_test.cc
-// checks that every entry builds the node its name says and that every OpKind has an entry.
+// Adding an op: an entry in the list of its group and, when it builds a node of a new OpKind, that
+// OpKind (graph.h) and its row in src/graph/op_table.cc (name, form, shape/dtype inference, kernel,
+// gradient). The function is defined from this entry (op_table.cc: a missing row fails to
+// compile). tests/graph/op_list_test.cc checks that every entry builds the node its name says and
+// that every OpKind has an entry. docs/graph.md, "How to add an op", walks through an example.
 //
 // CHANFLOW_GRAPH_OPS(X) expands every group, in the order below.
 #pragma once
@@ -46,7 +47,7 @@
   X(binary, greater, "Elementwise a > b (bool).")     \
   X(binary, greater_equal, "Elementwise a >= b (bool).")
 
-// Unary elementwise. exp, log, sqrt, tanh and sigmoid give a float node (float_result_type).
+// Unary elementwise. exp, log, sqrt, tanh, sigmoid, softplus give a float node (float_result_type).
 #define CHANFLOW_GRAPH_UNARY_OPS(X)                   \
   X(unary, neg, "Elementwise -a.")                    \
   X(unary, abs, "Elementwise |a|.")                   \
@@ -56,6 +57,7 @@
   X(unary, sqrt, "Elementwise square root.")          \
   X(unary, tanh, "Elementwise hyperbolic tangent.")   \
   X(unary, sigmoid, "Elementwise 1 / (1 + e ** -a).") \
+  X(unary, softplus, "Elementwise log(1 + e ** a).")  \
   X(unary, square, "Elementwise a * a (a mul node).")
 
 // Reductions over `axes` (empty: all; negative axes count from the end; sum of an integer node
