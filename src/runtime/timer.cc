@@ -1,5 +1,6 @@
 // timer.cc — the timer heap and its thread; sleep_for and after().
 #include "timer.h"
+#include "trace_impl.h"
 
 #include <condition_variable>
 #include <mutex>
@@ -70,6 +71,7 @@ class TimerService {
 
  private:
   void loop() {
+    trace_set_timer_thread();
     for (;;) {
       Clock::time_point next = Clock::time_point::max();
       lock_.lock();

@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <new>
 #include <optional>
+#include <string>
 #include <type_traits>
 #include <utility>
 
@@ -78,6 +79,18 @@ class CHANFLOW_API ChanBase {
   std::size_t size() const noexcept { return count_.load(std::memory_order_relaxed); }
   bool closed() const noexcept { return closed_.load(std::memory_order_acquire); }
 
+  // The name traces show for this channel (the program's or caller's name for it; empty: "#<id>").
+  // Set it before the channel is shared with other threads; not thread-safe.
+  void set_name(std::string name) { name_ = std::move(name); }
+  const std::string& name() const noexcept { return name_; }
+  // Marks this channel as a Context's done channel: traces show a wait on it as a "context" wait
+  // and its close as a "cancel". Before the channel is shared.
+  void set_context_done() noexcept { context_done_ = true; }
+  bool is_context_done() const noexcept { return context_done_; }
+  // A process-unique id, allocated on first call (traces show an unnamed channel as "#<id>").
+  // Thread-safe.
+  uint64_t trace_id() const noexcept;
+
  private:
   // The channel algorithm (src/runtime/chan_ops.h: chan.cc and select.cc use it) and the
   // lock-free readiness checks below; a test peer breaks invariants on purpose.
@@ -109,6 +122,9 @@ class CHANFLOW_API ChanBase {
   const ElemOps* ops_;
   WaitQueue recvq_;
   WaitQueue sendq_;
+  std::string name_;
+  mutable std::atomic<uint64_t> trace_id_{0};
+  bool context_done_ = false;
 };
 
 // Lock-free "could a receive proceed?" — Go's `empty(c)` fast path of a non-blocking receive. Never
