@@ -404,7 +404,11 @@ void summarize_gthread(GState& g, int64_t trace_end, std::map<std::string, Chann
     s.runnable_ns += gap - blocked;
     add_blocked(g, ch, sl.args["wait"], blocked);
   }
-  for (auto& [key, b] : g.blocked) s.blocked_on.push_back(b);
+  for (auto& [key, b] : g.blocked) {
+    // A select's cases in one order whichever order each park listed them in.
+    std::sort(b.cases.begin(), b.cases.end());
+    s.blocked_on.push_back(b);
+  }
   std::sort(s.blocked_on.begin(), s.blocked_on.end(), [](const BlockedOn& a, const BlockedOn& b) {
     if (a.ns != b.ns) return a.ns > b.ns;
     return std::tie(a.kind, a.obj) < std::tie(b.kind, b.obj);

@@ -84,7 +84,7 @@ Trace parse_trace(std::string_view text, const std::string& file);
 struct BlockedOn {
   std::string kind;
   std::string obj;
-  std::vector<std::string> cases;  // a select's cases as "chan.recv a", in first-seen order
+  std::vector<std::string> cases;  // a select's cases as "chan.recv a", sorted, each once
   int64_t ns = 0;
   int64_t count = 0;  // parks
 };
