@@ -90,13 +90,19 @@ std::string wait_text(const Json& wait) {
   return w;
 }
 
+// Whether `e` is drawn on its thread's track; a global or process instant spans every track.
+bool on_track(const TraceEvent& e) {
+  return e.has_tid && e.ph != 'M' && e.ph != 'C' &&
+         !(e.ph == 'i' && e.scope != 0 && e.scope != 't');
+}
+
 // The timeline's data (the object trace_html.h's page script reads).
 Json timeline_data(const Trace& t, const Summary& s) {
   const int64_t t0 = s.start_ns;
   Strings str;
   std::map<std::pair<int64_t, int64_t>, int64_t> track_of;  // (pid, tid) -> track; ordered below
   for (const TraceEvent& e : t.events) {
-    if (e.has_tid && e.ph != 'M' && e.ph != 'C') track_of.emplace(std::make_pair(e.pid, e.tid), 0);
+    if (on_track(e)) track_of.emplace(std::make_pair(e.pid, e.tid), 0);
   }
   Json tracks = Json::array();
   for (auto& [key, idx] : track_of) {
@@ -115,7 +121,7 @@ Json timeline_data(const Trace& t, const Summary& s) {
   Json instants = Json::array();
   std::map<std::pair<int64_t, std::string>, std::vector<const TraceEvent*>> counters;
   for (const TraceEvent& e : t.events) {
-    const int64_t track = e.has_tid ? track_of[{e.pid, e.tid}] : -1;
+    const int64_t track = on_track(e) ? track_of[{e.pid, e.tid}] : -1;
     if (e.ph == 'X' && track >= 0) {
       Slice sl{track, e.ts - t0, e.dur, str(e.name), str(e.cat), -1, -1, -1};
       if (e.cat == "run") {

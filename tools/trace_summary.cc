@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iterator>
 #include <limits>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -188,7 +189,8 @@ void check_wait(const EventReader& r) {
   }
 }
 
-TraceEvent read_event(const std::string& file, int64_t index, const Json& ev) {
+// Checks `ev` and decodes it; its args object is moved out (the document is not used after).
+TraceEvent read_event(const std::string& file, int64_t index, Json& ev) {
   EventReader r(file, index, ev);
   TraceEvent e;
   e.index = index;
@@ -202,7 +204,12 @@ TraceEvent read_event(const std::string& file, int64_t index, const Json& ev) {
     e.tid = r.integer("tid");
     e.has_tid = true;
   }
-  if (r.get("args") != nullptr) e.args = r.object("args");
+  if (r.get("args") != nullptr) r.object("args");
+  if (e.ph == 'i' && r.get("s") != nullptr) {
+    const std::string scope = r.string("s");
+    if (scope != "g" && scope != "p" && scope != "t") r.fail("s", "is not g, p or t");
+    e.scope = scope[0];
+  }
   if (e.ph != 'M') e.ts = r.micros("ts");
   if (e.ph == 'X') {
     e.dur = r.micros("dur");
@@ -245,7 +252,48 @@ TraceEvent read_event(const std::string& file, int64_t index, const Json& ev) {
       }
     }
   }
+  if (auto args = ev.find("args"); args != ev.end()) e.args = std::move(*args);
   return e;
+}
+
+}  // namespace
+
+namespace {
+
+// Parses `text` into `doc` while decoding each element of the top-level traceEvents array into
+// `t.events` as soon as it is parsed, and discarding it from the tree: the document never holds
+// the events (a 100k-event trace would take hundreds of MB as a tree). The first bad event's
+// TraceError is kept in `error`, to be thrown once the document's version was checked (a file
+// from another writer is reported as that, not as its first odd event). Returns false when the
+// text is not JSON.
+bool parse_events(std::string_view text, const std::string& file, Trace& t, Json& doc,
+                  std::optional<TraceError>& error) {
+  t.events.clear();
+  error.reset();
+  bool in_events = false;
+  int64_t index = 0;
+  const Json::parser_callback_t on_value = [&](int depth, Json::parse_event_t event, Json& parsed) {
+    using E = Json::parse_event_t;
+    if (depth == 1 && event == E::key) {
+      in_events = parsed.is_string() && parsed.get_ref<const std::string&>() == "traceEvents";
+      return true;
+    }
+    if (depth != 2 || !in_events || event == E::object_start || event == E::array_start) {
+      return true;
+    }
+    // A whole element: an object's end, an array's end or a scalar.
+    if (!error) {
+      try {
+        t.events.push_back(read_event(file, index, parsed));
+      } catch (TraceError& e) {
+        error.emplace(std::move(e));
+      }
+    }
+    ++index;
+    return false;
+  };
+  doc = Json::parse(text, on_value, /*allow_exceptions=*/false);
+  return !doc.is_discarded();
 }
 
 }  // namespace
@@ -253,11 +301,11 @@ TraceEvent read_event(const std::string& file, int64_t index, const Json& ev) {
 Trace parse_trace(std::string_view text, const std::string& file) {
   Trace t;
   t.file = file;
-  Json doc = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded()) {
+  Json doc;
+  std::optional<TraceError> bad_event;
+  if (!parse_events(text, file, t, doc, bad_event)) {
     const std::string closed = close_cut_trace(text);
-    if (!closed.empty()) doc = Json::parse(closed, nullptr, /*allow_exceptions=*/false);
-    if (doc.is_discarded()) {
+    if (closed.empty() || !parse_events(closed, file, t, doc, bad_event)) {
       throw TraceError(file + ": not JSON: " + parse_message(text), file);
     }
     t.truncated = true;
@@ -297,15 +345,13 @@ Trace parse_trace(std::string_view text, const std::string& file) {
     t.complete =
         !t.truncated && complete != other->end() && complete->is_boolean() && complete->get<bool>();
   }
-  t.events.reserve(events->size());
-  for (size_t i = 0; i < events->size(); ++i) {
-    TraceEvent e = read_event(file, static_cast<int64_t>(i), (*events)[i]);
+  if (bad_event) throw *bad_event;
+  for (const TraceEvent& e : t.events) {
     if (e.ph == 'M' && e.name == "process_name") {
       t.process_names[e.pid] = e.args["name"].get<std::string>();
     } else if (e.ph == 'M' && e.name == "thread_name") {
       t.thread_names[{e.pid, e.tid}] = e.args["name"].get<std::string>();
     }
-    t.events.push_back(std::move(e));
   }
   return t;
 }

@@ -59,6 +59,7 @@ struct TraceEvent {
   int64_t tid = 0;
   bool has_tid = false;
   std::string id;  // flow id (s/f) as text
+  char scope = 0;  // an instant's "s": 'g' global, 'p' process, 't' thread; 0 when absent
   nlohmann::json args = nlohmann::json::object();
 };
 

@@ -305,6 +305,7 @@ TEST(TraceSummary, BadInputsNameFileEventAndField) {
       {R"({"ph":"i","cat":"gthread","name":"go","ts":0,"pid":1,"tid":1,"args":{"g":1}})", 0,
        "args.gname"},
       {R"({"ph":"M","name":"thread_name","pid":1,"args":{"name":"w"}})", 0, "tid"},
+      {R"({"ph":"i","s":"x","ts":0,"pid":1})", 0, "s"},
   };
   for (const Case& c : cases) {
     const TraceError e = parse_error(doc(c.events));
