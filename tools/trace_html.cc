@@ -185,7 +185,8 @@ Json timeline_data(const Trace& t, const Summary& s) {
   }
   Json gnames = Json::object();
   for (const GreenThreadSummary& g : s.gthreads) gnames[std::to_string(g.g)] = g.name;
-  return {{"span", s.end_ns - s.start_ns},
+  return {{"t0", t0},
+          {"span", s.end_ns - s.start_ns},
           {"strings", str.list()},
           {"tracks", tracks},
           {"slices", flat},
@@ -333,9 +334,10 @@ constexpr const char* kScript = R"js(
     const step = Math.pow(10, Math.floor(Math.log10((v1 - v0) / 8)));
     const st = [1, 2, 5, 10].map(m => m * step).find(s => (v1 - v0) / s <= 10);
     ctx.fillStyle = '#555'; ctx.strokeStyle = '#eee';
-    for (let t = Math.ceil(v0 / st) * st; t <= v1; t += st) {
-      const x = X(t); ctx.beginPath(); ctx.moveTo(x, AXIS); ctx.lineTo(x, H); ctx.stroke();
-      ctx.fillText(human(t), x + 2, AXIS / 2);
+    // Ticks at round times of the trace's clock (the summary's), not of the view's start.
+    for (let a = Math.ceil((v0 + D.t0) / st) * st; a <= v1 + D.t0; a += st) {
+      const x = X(a - D.t0); ctx.beginPath(); ctx.moveTo(x, AXIS); ctx.lineTo(x, H); ctx.stroke();
+      if (x + 50 < W) ctx.fillText(human(a), x + 2, AXIS / 2);
     }
     ctx.save(); ctx.beginPath(); ctx.rect(LABEL, 0, W - LABEL, H); ctx.clip();
     for (const r of rows) {
@@ -413,14 +415,14 @@ constexpr const char* kScript = R"js(
     ctx.strokeStyle = '#ccc'; ctx.beginPath(); ctx.moveTo(LABEL, 0); ctx.lineTo(LABEL, H); ctx.stroke();
     document.getElementById('status').textContent =
       N + ' slices on ' + D.tracks.length + ' tracks, ' + D.flows.length / 4 + ' wake arrows, ' +
-      D.counters.length + ' counters; showing ' + human(v0) + ' .. ' + human(v1);
+      D.counters.length + ' counters; showing ' + human(v0 + D.t0) + ' .. ' + human(v1 + D.t0);
   }
   function at(mx, my) {
     const r = rows.find(r => my >= r.y && my < r.y + r.h);
     if (!r || mx < LABEL) return null;
     const t = T(mx), slop = 3 * (v1 - v0) / (W - LABEL);
     if (r.kind === 'counter') {
-      const series = D.counters[r.index].series, out = [r.name + ' at ' + human(t)];
+      const series = D.counters[r.index].series, out = [r.name + ' at ' + human(t + D.t0)];
       for (const k of Object.keys(series)) {
         const p = series[k]; let v = null;
         for (let i = 0; i < p.length && p[i] <= t; i += 2) v = p[i + 1];
@@ -436,7 +438,7 @@ constexpr const char* kScript = R"js(
       if (t > ts + du + slop) continue;
       const g = sl[i * 8 + 5], lines = [S[sl[i * 8 + 3]] + '  (' + S[sl[i * 8 + 4]] + ')'];
       if (g >= 0) lines.push('green thread ' + g + ' ' + (D.gnames[g] || ''));
-      lines.push('start ' + human(ts) + ', duration ' + human(du));
+      lines.push('start ' + human(ts + D.t0) + ', duration ' + human(du));
       if (sl[i * 8 + 6] >= 0) lines.push('ended: ' + S[sl[i * 8 + 6]]);
       if (sl[i * 8 + 7] >= 0) lines.push('parked on: ' + S[sl[i * 8 + 7]]);
       return lines.join('\n');

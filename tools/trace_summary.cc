@@ -1,5 +1,5 @@
 // trace_summary.cc — the trace reader (strict on fields, tolerant of a file cut short) and the
-// offline summary. The format is docs/runtime.md's "Trace file format".
+// offline summary. The format is the one docs/runtime.md's "Tracing" section describes.
 #include "trace_summary.h"
 
 #include <algorithm>
@@ -315,7 +315,7 @@ Trace parse_trace(std::string_view text, const std::string& file) {
   if (!is_object || events == doc.end() || !events->is_array()) {
     throw TraceError(file +
                          ": not a chanflow trace: expected a JSON object with a traceEvents array "
-                         "(docs/runtime.md, \"Trace file format\")",
+                         "(docs/runtime.md, \"Tracing\")",
                      file, -1, "traceEvents");
   }
   if (auto other = doc.find("otherData"); other != doc.end()) {

@@ -1,4 +1,4 @@
-// trace_summary.h — reading a chanflow trace file (docs/runtime.md, "Trace file format") and
+// trace_summary.h — reading a chanflow trace file (docs/runtime.md, "Tracing") and
 // summarising it offline: per green thread, time running, runnable and blocked, and on what; the
 // channels green threads blocked on longest; the critical path of a GoMachine run.
 //
