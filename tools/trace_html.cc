@@ -294,20 +294,29 @@ constexpr const char* kScript = R"js(
   D.counters.forEach((c, i) => { rows.push({kind: 'counter', index: i, name: c.name, y: y, h: CHART}); y += CHART; });
   const H = Math.max(y + 4, 60);
   // Per track: [first, last) into the slices, which the writer sorted by track then start.
-  const first = new Int32Array(D.tracks.length + 1).fill(-1);
-  for (let i = N - 1; i >= 0; i--) first[sl[i * 8]] = i;
-  const begin = t => first[t] < 0 ? 0 : first[t];
-  const endOf = t => { for (let u = t + 1; u <= D.tracks.length; u++) if (first[u] >= 0) return first[u]; return N; };
-  const ranges = D.tracks.map((_, t) => first[t] < 0 ? [0, 0] : [begin(t), endOf(t)]);
+  const ranges = D.tracks.map(() => [0, 0]);
+  for (let i = 0; i < N; i++) {
+    const r = ranges[sl[i * 8]];
+    if (r[1] === 0) r[0] = i;
+    r[1] = i + 1;
+  }
   const span = Math.max(D.span, 1);
   let v0 = 0, v1 = span, W = 800;
   const hue = g => (g * 137.508) % 360;
+  const colours = new Map();  // g (or -1 - name) -> CSS colour, built once each
   function colour(i) {
-    const g = sl[i * 8 + 5];
-    if (g >= 0) return 'hsl(' + hue(g) + ',55%,62%)';
-    let h = 0; const s = S[sl[i * 8 + 3]];
-    for (let k = 0; k < s.length; k++) h = (h * 31 + s.charCodeAt(k)) | 0;
-    return 'hsl(' + (Math.abs(h) % 360) + ',25%,70%)';
+    const g = sl[i * 8 + 5], key = g >= 0 ? g : -1 - sl[i * 8 + 3];
+    let c = colours.get(key);
+    if (c !== undefined) return c;
+    if (g >= 0) {
+      c = 'hsl(' + hue(g) + ',55%,62%)';
+    } else {
+      let h = 0; const s = S[sl[i * 8 + 3]];
+      for (let k = 0; k < s.length; k++) h = (h * 31 + s.charCodeAt(k)) | 0;
+      c = 'hsl(' + (Math.abs(h) % 360) + ',25%,70%)';
+    }
+    colours.set(key, c);
+    return c;
   }
   function human(ns) {
     const a = Math.abs(ns);
@@ -321,7 +330,8 @@ constexpr const char* kScript = R"js(
   }
   const X = t => LABEL + (t - v0) / (v1 - v0) * (W - LABEL);
   const T = x => v0 + (x - LABEL) / (W - LABEL) * (v1 - v0);
-  let drawn = 0;
+  let drawn = 0, arrowsInView = 0;
+  const MAX_ARROWS = 2000;
   function draw() {
     W = Math.max(box.clientWidth, 400);
     const dpr = window.devicePixelRatio || 1;
@@ -382,17 +392,30 @@ constexpr const char* kScript = R"js(
       });
     }
     // Wake arrows: from the waker's event to the slice where the woken green thread ran next.
+    // More than MAX_ARROWS in view are a red smear that takes seconds to rasterise: then none is
+    // drawn and the status line says to zoom in. Lines are stroked 256 to a path.
+    arrowsInView = 0;
     if (document.getElementById('arrows').checked) {
-      ctx.strokeStyle = 'rgba(200,30,30,0.6)'; ctx.fillStyle = 'rgba(200,30,30,0.8)';
-      const f = D.flows, rowY = t => rows[t].y + ROW / 2;
+      const f = D.flows, rowY = t => rows[t].y + ROW / 2, vis = [];
       for (let i = 0; i < f.length; i += 4) {
         if (Math.max(f[i + 1], f[i + 3]) < v0 || Math.min(f[i + 1], f[i + 3]) > v1) continue;
-        const xa = X(f[i + 1]), ya = rowY(f[i]), xb = X(f[i + 3]), yb = rowY(f[i + 2]);
-        ctx.beginPath(); ctx.moveTo(xa, ya); ctx.lineTo(xb, yb); ctx.stroke();
-        const ang = Math.atan2(yb - ya, xb - xa);
-        ctx.beginPath(); ctx.moveTo(xb, yb);
-        ctx.lineTo(xb - 6 * Math.cos(ang - 0.4), yb - 6 * Math.sin(ang - 0.4));
-        ctx.lineTo(xb - 6 * Math.cos(ang + 0.4), yb - 6 * Math.sin(ang + 0.4)); ctx.fill();
+        if (++arrowsInView <= MAX_ARROWS) vis.push(i);
+      }
+      if (arrowsInView <= MAX_ARROWS) {
+        ctx.strokeStyle = 'rgba(200,30,30,0.6)'; ctx.fillStyle = 'rgba(200,30,30,0.8)';
+        for (let k = 0; k < vis.length; k += 256) {
+          const lines = new Path2D(), heads = new Path2D();
+          for (const i of vis.slice(k, k + 256)) {
+            const xa = X(f[i + 1]), ya = rowY(f[i]), xb = X(f[i + 3]), yb = rowY(f[i + 2]);
+            lines.moveTo(xa, ya); lines.lineTo(xb, yb);
+            const ang = Math.atan2(yb - ya, xb - xa);
+            heads.moveTo(xb, yb);
+            heads.lineTo(xb - 6 * Math.cos(ang - 0.4), yb - 6 * Math.sin(ang - 0.4));
+            heads.lineTo(xb - 6 * Math.cos(ang + 0.4), yb - 6 * Math.sin(ang + 0.4));
+            heads.closePath();
+          }
+          ctx.stroke(lines); ctx.fill(heads);
+        }
       }
     }
     // Instants: ticks on their track; global ones (marks) as a line across every track.
@@ -414,7 +437,8 @@ constexpr const char* kScript = R"js(
     for (const r of rows) ctx.fillText(r.name.slice(0, 30), 4, r.y + Math.min(r.h, ROW) / 2);
     ctx.strokeStyle = '#ccc'; ctx.beginPath(); ctx.moveTo(LABEL, 0); ctx.lineTo(LABEL, H); ctx.stroke();
     document.getElementById('status').textContent =
-      N + ' slices on ' + D.tracks.length + ' tracks, ' + D.flows.length / 4 + ' wake arrows, ' +
+      N + ' slices on ' + D.tracks.length + ' tracks, ' + D.flows.length / 4 + ' wake arrows' +
+      (arrowsInView > MAX_ARROWS ? ' (' + arrowsInView + ' in view: zoom in to draw them), ' : ', ') +
       D.counters.length + ' counters; showing ' + human(v0 + D.t0) + ' .. ' + human(v1 + D.t0);
   }
   function at(mx, my) {
@@ -467,7 +491,9 @@ constexpr const char* kScript = R"js(
   document.getElementById('reset').onclick = () => { v0 = 0; v1 = span; draw(); };
   document.getElementById('arrows').onchange = draw;
   window.addEventListener('resize', draw);
+  const t0 = performance.now();
   draw();
+  box.setAttribute('data-draw-ms', (performance.now() - t0).toFixed(1));
   box.setAttribute('data-tracks', String(D.tracks.length));
   box.setAttribute('data-slices', String(N));
   box.setAttribute('data-drawn-slices', String(drawn));

@@ -9,7 +9,8 @@
 // is a JSON object in a <script type="application/json" id="trace-data"> element (every '<' in it
 // written as \u003c, so no "</script>" in a name can end the element). Once its script ran, the
 // element #timeline carries data-tracks, data-slices and data-drawn-slices (how many slices the
-// first frame drew), which the headless-browser test reads.
+// first frame drew) and data-draw-ms (how long that frame took), which the headless-browser test
+// reads.
 #pragma once
 
 #include <cstddef>

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
@@ -143,7 +144,8 @@ class EventReader {
     const Json& v = need(path);
     if (!v.is_number()) fail(path, "is not a number");
     const double us = v.get<double>();
-    if (!std::isfinite(us) || std::fabs(us) > 9e12) fail(path, "is out of range");
+    // 10^12 us is 11 days: every difference of two times then fits in int64 nanoseconds.
+    if (!std::isfinite(us) || std::fabs(us) > 1e12) fail(path, "is out of range");
     return std::llround(us * 1000.0);
   }
   const Json& object(const std::string& path) const {
@@ -366,6 +368,12 @@ Trace read_trace(const std::string& path) {
 
 namespace {
 
+// Sums of durations saturate: a hostile file's slices may add up past int64 (each is bounded by
+// the reader, their count is not).
+void add_to(int64_t& sum, int64_t ns) {
+  if (__builtin_add_overflow(sum, ns, &sum)) sum = ns > 0 ? INT64_MAX : INT64_MIN;
+}
+
 struct GState {
   GreenThreadSummary s;
   int64_t created = -1;  // ts of its go event, -1 when not in the trace
@@ -381,15 +389,15 @@ void add_blocked(GState& g, std::map<std::string, ChannelSummary>& channels, con
   BlockedOn& b = g.blocked[{kind, obj}];
   b.kind = kind;
   b.obj = obj;
-  b.ns += ns;
+  add_to(b.ns, ns);
   b.count += 1;
   auto channel = [&](const std::string& name) -> ChannelSummary& {
     ChannelSummary& c = channels[name];
     c.name = name;
     return c;
   };
-  if (kind == "chan.send") channel(obj).send_ns += ns;
-  if (kind == "chan.recv") channel(obj).recv_ns += ns;
+  if (kind == "chan.send") add_to(channel(obj).send_ns, ns);
+  if (kind == "chan.recv") add_to(channel(obj).recv_ns, ns);
   if (auto cases = wait.find("cases"); cases != wait.end()) {
     std::set<std::string> seen;
     for (const Json& c : *cases) {
@@ -400,7 +408,7 @@ void add_blocked(GState& g, std::map<std::string, ChannelSummary>& channels, con
         b.cases.push_back(label);
       }
       if (kind == "select" && ck.rfind("chan.", 0) == 0 && seen.insert(co).second) {
-        channel(co).select_ns += ns;
+        add_to(channel(co).select_ns, ns);
       }
     }
   }
@@ -422,11 +430,11 @@ void summarize_gthread(GState& g, int64_t trace_end, std::map<std::string, Chann
   const int64_t first = g.slices.front()->ts;
   int64_t ready = g.created;
   if (ready < 0 && !g.wakes.empty() && g.wakes.front() <= first) ready = g.wakes.front();
-  if (ready >= 0) s.runnable_ns += std::max<int64_t>(0, first - ready);
+  if (ready >= 0) add_to(s.runnable_ns, std::max<int64_t>(0, first - ready));
   for (size_t k = 0; k < g.slices.size(); ++k) {
     const TraceEvent& sl = *g.slices[k];
     const int64_t end = sl.ts + sl.dur;
-    s.running_ns += sl.dur;
+    add_to(s.running_ns, sl.dur);
     const std::string how = sl.args["end"].get<std::string>();
     if (how == "exit") {
       s.exited = true;
@@ -435,7 +443,7 @@ void summarize_gthread(GState& g, int64_t trace_end, std::map<std::string, Chann
     const int64_t next = k + 1 < g.slices.size() ? g.slices[k + 1]->ts : trace_end;
     const int64_t gap = std::max<int64_t>(0, next - end);
     if (how == "yield") {
-      s.runnable_ns += gap;
+      add_to(s.runnable_ns, gap);
       continue;
     }
     // Parked: blocked up to the wake that came after this slice began (a waker may find the
@@ -446,8 +454,8 @@ void summarize_gthread(GState& g, int64_t trace_end, std::map<std::string, Chann
       const int64_t woke = std::clamp(*w, end, std::max(end, next));
       blocked = woke - end;
     }
-    s.blocked_ns += blocked;
-    s.runnable_ns += gap - blocked;
+    add_to(s.blocked_ns, blocked);
+    add_to(s.runnable_ns, gap - blocked);
     add_blocked(g, ch, sl.args["wait"], blocked);
   }
   for (auto& [key, b] : g.blocked) {
@@ -515,6 +523,13 @@ CriticalPath critical_path(int64_t pid, const std::vector<const TraceEvent*>& sl
 }
 
 }  // namespace
+
+int64_t ChannelSummary::total_ns() const {
+  int64_t sum = send_ns;
+  add_to(sum, recv_ns);
+  add_to(sum, select_ns);
+  return sum;
+}
 
 Summary summarize(const Trace& t) {
   Summary s;

@@ -109,7 +109,7 @@ struct ChannelSummary {
   int64_t send_ns = 0;
   int64_t recv_ns = 0;
   int64_t select_ns = 0;
-  int64_t total_ns() const { return send_ns + recv_ns + select_ns; }
+  int64_t total_ns() const;  // the three, saturating
 };
 
 struct CriticalStep {

@@ -306,6 +306,8 @@ TEST(TraceSummary, BadInputsNameFileEventAndField) {
        "args.gname"},
       {R"({"ph":"M","name":"thread_name","pid":1,"args":{"name":"w"}})", 0, "tid"},
       {R"({"ph":"i","s":"x","ts":0,"pid":1})", 0, "s"},
+      {R"({"ph":"i","ts":1e13,"pid":1})", 0, "ts"},
+      {R"({"ph":"X","ts":0,"dur":-1,"pid":1,"tid":1})", 0, "dur"},
   };
   for (const Case& c : cases) {
     const TraceError e = parse_error(doc(c.events));
