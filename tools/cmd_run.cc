@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <thread>
 #include <vector>
 
 #include "chanflow/core/error.h"
@@ -70,6 +71,13 @@ int run_command(const RunArgs& a) {
   }
   auto finish_trace = [&](const char* mark) {
     if (!tracing) return;
+    // run() returns once the run's green threads are done; the last one's run slice ends as it
+    // switches back to its worker, a moment later. Waited for (briefly: a green thread that never
+    // ends leaves its slice open).
+    const int64_t give_up = trace::now_ns() + 100'000'000;
+    while (ex.scheduler().live() != 0 && trace::now_ns() < give_up) {
+      std::this_thread::yield();
+    }
     if (mark != nullptr) {
       static const trace::Track kRun = trace::thread(trace::process("runtime"), "chanflow run");
       trace::instant(kRun, "mark", mark, trace::now_ns(), {}, 'g');

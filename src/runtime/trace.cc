@@ -939,6 +939,17 @@ std::string to_json() {
 }
 
 namespace {
+// `args` must be empty or bracketed as a JSON object (its inside is copied as it is).
+void check_args(std::string_view args, const char* fn) {
+  if (args.empty()) return;
+  const auto first = args.find_first_not_of(" \t\r\n");
+  const auto last = args.find_last_not_of(" \t\r\n");
+  if (first == std::string_view::npos || args[first] != '{' || args[last] != '}') {
+    CHANFLOW_THROW(Error) << "trace::" << fn << ": args is not a JSON object: '"
+                          << args.substr(0, 80) << "'";
+  }
+}
+
 void emit_generic(detail::Kind kind, Track t, std::string_view cat, std::string_view name,
                   int64_t ts, int64_t n0, std::string_view args, char scope = 0) {
   detail::Strings ss;
@@ -959,19 +970,25 @@ void emit_generic(detail::Kind kind, Track t, std::string_view cat, std::string_
 void slice(Track t, std::string_view cat, std::string_view name, int64_t begin_ns, int64_t end_ns,
            std::string_view args) {
   if (!enabled()) return;
+  check_args(args, "slice");
   emit_generic(detail::Kind::kSlice, t, cat, name, begin_ns, end_ns - begin_ns, args);
 }
 
 void instant(Track t, std::string_view cat, std::string_view name, int64_t ts_ns,
              std::string_view args, char scope) {
   if (!enabled()) return;
-  if (scope != 't' && scope != 'p' && scope != 'g') scope = 't';
+  check_args(args, "instant");
+  if (scope != 't' && scope != 'p' && scope != 'g') {
+    CHANFLOW_THROW(Error) << "trace::instant: scope must be 't', 'p' or 'g', got '" << scope << "'";
+  }
   emit_generic(detail::Kind::kInstant, t, cat, name, ts_ns, 0, args, scope);
 }
 
 void counter(Track t, std::string_view cat, std::string_view name, int64_t ts_ns,
              std::string_view args) {
   if (!enabled()) return;
+  if (args.empty()) CHANFLOW_THROW(Error) << "trace::counter: args must hold the series";
+  check_args(args, "counter");
   emit_generic(detail::Kind::kCounter, t, cat, name, ts_ns, 0, args);
 }
 
@@ -980,6 +997,7 @@ uint64_t flow_id() noexcept { return detail::g_next_flow.fetch_add(1, std::memor
 void flow_begin(Track t, std::string_view cat, std::string_view name, uint64_t id, int64_t ts_ns,
                 std::string_view args) {
   if (!enabled()) return;
+  check_args(args, "flow_begin");
   emit_generic(detail::Kind::kFlowBegin, t, cat, name, ts_ns, static_cast<int64_t>(id), args);
 }
 

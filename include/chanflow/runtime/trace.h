@@ -45,7 +45,7 @@ inline constexpr std::size_t kDefaultBufferBytes = std::size_t{4} << 20;
 struct Options {
   // Where the events stream to (created or truncated by start(); Error if it cannot be opened).
   // Empty: kept in memory until the next start(), for to_json().
-  std::string path;
+  std::string path{};
   // At most this many events are written (0: no bound); later ones are dropped and counted.
   std::size_t max_events = kDefaultMaxEvents;
   // At most about this many bytes of recorded, not yet written events exist at once (each OS
@@ -88,7 +88,8 @@ CHANFLOW_API uint32_t process(std::string_view name);
 CHANFLOW_API Track thread(uint32_t pid, std::string_view name);
 
 // Recording. Each is a no-op when off. `args`, when not empty, must be a JSON object ("{...}")
-// and is copied into the event as it is; `cat` and `name` are escaped. Timestamps are now_ns()
+// and is copied into the event as it is (Error when it is not bracketed as one; its inside is
+// the caller's to keep valid); `cat` and `name` are escaped. Timestamps are now_ns()
 // readings. Never blocks (events are dropped and counted rather than waited for).
 //
 // A complete slice [begin_ns, end_ns] on `t` ("ph":"X").
