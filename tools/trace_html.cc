@@ -250,9 +250,19 @@ void summary_tables(std::ostringstream& o, const Summary& s, size_t top) {
       << td(human_duration(c.select_ns), true) << "</tr>\n";
   }
   o << "</table>\n";
-  for (const CriticalPath& p : s.critical_paths) {
-    o << "<h3>Critical path of " << esc(p.process) << " (pid " << p.pid << "): " << p.steps.size()
-      << " nodes, " << esc(human_duration(p.total_ns)) << "</h3>\n<table class=critical><tr>"
+  for (size_t first = 0, next; first < s.critical_paths.size(); first = next) {
+    for (next = first + 1; next < s.critical_paths.size() &&
+                           s.critical_paths[next].pid == s.critical_paths[first].pid;
+         ++next) {
+    }
+    const CriticalPath& p = s.critical_paths[first];
+    o << "<h3>Critical path of " << esc(p.process) << " (pid " << p.pid << ")";
+    if (p.run >= 0) {
+      o << ", run " << p.run;
+      if (next - first > 1) o << " (the longest of " << next - first << " runs)";
+    }
+    o << ": " << p.steps.size() << " nodes, " << esc(human_duration(p.total_ns))
+      << "</h3>\n<table class=critical><tr>"
       << "<th>node</th><th>name</th><th>start</th><th>duration</th><th>wait</th></tr>\n";
     for (const CriticalStep& st : p.steps) {
       o << "<tr>" << td(std::to_string(st.node), true) << td(st.name)
@@ -260,6 +270,18 @@ void summary_tables(std::ostringstream& o, const Summary& s, size_t top) {
         << td(human_duration(st.wait_ns), true) << "</tr>\n";
     }
     o << "</table>\n";
+    if (next - first > 1) {
+      const size_t runs_shown = std::min(next - first - 1, top);
+      o << "<table class=runs><tr><th>other runs (" << runs_shown << " of " << next - first - 1
+        << ")</th><th>nodes</th><th>critical path</th></tr>\n";
+      for (size_t k = first + 1; k < first + 1 + runs_shown; ++k) {
+        const CriticalPath& r = s.critical_paths[k];
+        o << "<tr>" << td("run " + std::to_string(r.run))
+          << td(std::to_string(r.steps.size()), true) << td(human_duration(r.total_ns), true)
+          << "</tr>\n";
+      }
+      o << "</table>\n";
+    }
   }
   o << "</section>\n";
 }

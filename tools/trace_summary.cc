@@ -247,6 +247,7 @@ TraceEvent read_event(const std::string& file, int64_t index, Json& ev) {
     r.integer("args.g");
   } else if (e.ph == 'X' && e.cat == "node") {
     r.integer("args.node");
+    if (r.get("args.run") != nullptr) r.integer("args.run");
     const Json& inputs = r.array("args.inputs");
     for (size_t k = 0; k < inputs.size(); ++k) {
       if (!inputs[k].is_number_integer()) {
@@ -473,7 +474,7 @@ void summarize_gthread(GState& g, int64_t trace_end, std::map<std::string, Chann
 // lower node id). A node that ran more than once on the process contributes each slice; an input
 // is taken only among slices that ended by the time the current one ended, which also ends the
 // walk on malformed inputs that name a later node or the node itself.
-CriticalPath critical_path(int64_t pid, const std::vector<const TraceEvent*>& slices,
+CriticalPath critical_path(int64_t pid, int64_t run, const std::vector<const TraceEvent*>& slices,
                            const Trace& t) {
   std::map<int64_t, std::vector<const TraceEvent*>> by_node;
   for (const TraceEvent* e : slices) by_node[e->args["node"].get<int64_t>()].push_back(e);
@@ -506,6 +507,7 @@ CriticalPath critical_path(int64_t pid, const std::vector<const TraceEvent*>& sl
   std::reverse(chain.begin(), chain.end());
   CriticalPath p;
   p.pid = pid;
+  p.run = run;
   auto name = t.process_names.find(pid);
   p.process = name == t.process_names.end() ? "pid " + std::to_string(pid) : name->second;
   for (size_t k = 0; k < chain.size(); ++k) {
@@ -547,7 +549,7 @@ Summary summarize(const Trace& t) {
     any_time = true;
   }
   std::map<int64_t, GState> gs;
-  std::map<int64_t, std::vector<const TraceEvent*>> nodes;
+  std::map<std::pair<int64_t, int64_t>, std::vector<const TraceEvent*>> nodes;  // (pid, run)
   for (const TraceEvent& e : t.events) {
     if (e.ph == 'X' && e.cat == "run") {
       GState& g = gs[e.args["g"].get<int64_t>()];
@@ -561,7 +563,7 @@ Summary summarize(const Trace& t) {
     } else if (e.ph == 's' && e.cat == "wake") {
       gs[e.args["g"].get<int64_t>()].wakes.push_back(e.ts);
     } else if (e.ph == 'X' && e.cat == "node") {
-      nodes[e.pid].push_back(&e);
+      nodes[{e.pid, e.args.value("run", int64_t{-1})}].push_back(&e);
     }
   }
   std::map<std::string, ChannelSummary> channels;
@@ -574,7 +576,13 @@ Summary summarize(const Trace& t) {
   std::stable_sort(
       s.channels.begin(), s.channels.end(),
       [](const ChannelSummary& a, const ChannelSummary& b) { return a.total_ns() > b.total_ns(); });
-  for (const auto& [pid, slices] : nodes) s.critical_paths.push_back(critical_path(pid, slices, t));
+  for (const auto& [key, slices] : nodes) {
+    s.critical_paths.push_back(critical_path(key.first, key.second, slices, t));
+  }
+  std::stable_sort(s.critical_paths.begin(), s.critical_paths.end(),
+                   [](const CriticalPath& a, const CriticalPath& b) {
+                     return a.pid != b.pid ? a.pid < b.pid : a.total_ns > b.total_ns;
+                   });
   return s;
 }
 
@@ -683,9 +691,20 @@ std::string format_summary(const Summary& s, size_t top_channels) {
                   human_duration(c.recv_ns).c_str(), human_duration(c.select_ns).c_str());
     o << line;
   }
-  for (const CriticalPath& p : s.critical_paths) {
-    o << "\ncritical path of " << p.process << " (pid " << p.pid << "): " << p.steps.size()
-      << " node" << (p.steps.size() == 1 ? "" : "s") << ", " << human_duration(p.total_ns) << "\n";
+  for (size_t first = 0, next; first < s.critical_paths.size(); first = next) {
+    // The process's runs are [first, next), longest first.
+    for (next = first + 1; next < s.critical_paths.size() &&
+                           s.critical_paths[next].pid == s.critical_paths[first].pid;
+         ++next) {
+    }
+    const CriticalPath& p = s.critical_paths[first];
+    o << "\ncritical path of " << p.process << " (pid " << p.pid << ")";
+    if (p.run >= 0) {
+      o << ", run " << p.run;
+      if (next - first > 1) o << " (the longest of " << next - first << " runs)";
+    }
+    o << ": " << p.steps.size() << " node" << (p.steps.size() == 1 ? "" : "s") << ", "
+      << human_duration(p.total_ns) << "\n";
     std::snprintf(line, sizeof line, "  %6s  %-40s %10s %10s %10s\n", "node", "name", "start",
                   "duration", "wait");
     o << line;
@@ -695,6 +714,23 @@ std::string format_summary(const Summary& s, size_t top_channels) {
                     human_duration(st.start_ns).c_str(), human_duration(st.dur_ns).c_str(),
                     human_duration(st.wait_ns).c_str());
       o << line;
+    }
+    if (next - first > 1) {
+      std::string runs = "  other runs:";
+      const size_t shown_runs = std::min(next - first - 1, top_channels);
+      for (size_t k = first + 1; k < first + 1 + shown_runs; ++k) {
+        const std::string item = " run " + std::to_string(s.critical_paths[k].run) + " " +
+                                 human_duration(s.critical_paths[k].total_ns) + ",";
+        if (runs.size() + item.size() > 99) {
+          o << runs << "\n";
+          runs = "             ";
+        }
+        runs += item;
+      }
+      runs.pop_back();
+      if (next - first - 1 > shown_runs)
+        runs += " and " + std::to_string(next - first - 1 - shown_runs) + " more";
+      o << runs << "\n";
     }
   }
   return o.str();
@@ -752,8 +788,11 @@ nlohmann::json summary_to_json(const Summary& s, size_t top_channels) {
                        {"dur_ns", st.dur_ns},
                        {"wait_ns", st.wait_ns}});
     }
-    paths.push_back(
-        {{"pid", p.pid}, {"process", p.process}, {"total_ns", p.total_ns}, {"nodes", steps}});
+    paths.push_back({{"pid", p.pid},
+                     {"run", p.run},
+                     {"process", p.process},
+                     {"total_ns", p.total_ns},
+                     {"nodes", steps}});
   }
   j["critical_paths"] = paths;
   return j;

@@ -120,10 +120,12 @@ struct CriticalStep {
   int64_t wait_ns = 0;  // from the end of the previous step's slice to this one's start
 };
 
-// The critical path of the GoMachine run on one trace process: from the node slice that ends
-// last, back through the input whose slice ended last; `steps` runs first node to last.
+// The critical path of one GoMachine run: from the node slice that ends last, back through the
+// input whose slice ended last; `steps` runs first node to last. A run is the node slices of one
+// trace process with one args.run (all of the process's node slices when they carry none).
 struct CriticalPath {
   int64_t pid = 0;
+  int64_t run = -1;  // args.run; -1 when the slices carry none
   std::string process;
   std::vector<CriticalStep> steps;
   int64_t total_ns = 0;  // last step's end - first step's start (= durations + waits)
@@ -140,7 +142,7 @@ struct Summary {
   std::map<std::string, int64_t> events_by_cat;  // "" for events without a cat (metadata)
   std::vector<GreenThreadSummary> gthreads;      // by id
   std::vector<ChannelSummary> channels;          // most blocked time first; all of them
-  std::vector<CriticalPath> critical_paths;      // by pid; empty without node slices
+  std::vector<CriticalPath> critical_paths;      // by pid, then longest first; none without nodes
 };
 
 // Analyses `t` as docs/runtime.md ("Reading a trace") describes. A park whose wake is not in the
@@ -148,6 +150,8 @@ struct Summary {
 Summary summarize(const Trace& t);
 
 // The summary as text for a 100-column terminal; at most `top_channels` channels are listed.
+// Of a process's GoMachine runs the longest critical path is shown in full, the other runs'
+// totals on a line (at most `top_channels` of them).
 std::string format_summary(const Summary& s, size_t top_channels = 10);
 
 // The summary as a JSON object (schema in docs/runtime.md, "Reading a trace"); durations are

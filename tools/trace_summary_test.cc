@@ -199,6 +199,7 @@ TEST(TraceSummary, GoMachineCriticalPath) {
   const CriticalPath& p = s.critical_paths[0];
   EXPECT_EQ(p.process, "gomachine");
   EXPECT_EQ(p.pid, 3);
+  EXPECT_EQ(p.run, -1);  // the slices carry no args.run: one run
   ASSERT_EQ(p.steps.size(), 4u);
   const std::vector<std::string> names = {"b", "add", "mul", "out"};
   const std::vector<int64_t> nodes = {2, 3, 4, 5};
@@ -215,6 +216,30 @@ TEST(TraceSummary, GoMachineCriticalPath) {
   EXPECT_NE(text.find("critical path of gomachine (pid 3): 4 nodes, 65.0us"), std::string::npos)
       << text;
   EXPECT_EQ(summary_to_json(s)["critical_paths"][0]["nodes"][1]["wait_ns"], 2000);
+}
+
+// gomachine_runs.json: three runs of one machine on one process (args.run), node ids repeated.
+// Run 2's b (ends 50) must step to run 2's a (ends 5), not to run 1's a (ends 40, later).
+TEST(TraceSummary, GoMachineCriticalPathPerRun) {
+  const Summary s = summarize(read_trace(fixture("gomachine_runs.json")));
+  ASSERT_EQ(s.critical_paths.size(), 3u);
+  const CriticalPath& p = s.critical_paths[0];  // the longest first
+  EXPECT_EQ(p.run, 2);
+  ASSERT_EQ(p.steps.size(), 2u);
+  EXPECT_EQ(p.steps[0].dur_ns, 5 * kUs);
+  EXPECT_EQ(p.steps[1].wait_ns, 1 * kUs);
+  EXPECT_EQ(p.total_ns, 50 * kUs);
+  EXPECT_EQ(s.critical_paths[1].run, 1);
+  EXPECT_EQ(s.critical_paths[1].total_ns, 45 * kUs);
+  EXPECT_EQ(s.critical_paths[2].run, 3);
+  EXPECT_EQ(s.critical_paths[2].total_ns, 1 * kUs);
+  const std::string text = format_summary(s);
+  EXPECT_NE(text.find("critical path of gomachine (pid 3), run 2 (the longest of 3 runs): 2 "
+                      "nodes, 50.0us\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("  other runs: run 1 45.0us, run 3 1.00us\n"), std::string::npos) << text;
+  EXPECT_EQ(summary_to_json(s)["critical_paths"][1]["run"], 1);
 }
 
 // truncated.json: producer_consumer.json cut inside its 13th event, with no otherData: the 12
@@ -307,6 +332,8 @@ TEST(TraceSummary, BadInputsNameFileEventAndField) {
       {R"({"ph":"M","name":"thread_name","pid":1,"args":{"name":"w"}})", 0, "tid"},
       {R"({"ph":"i","s":"x","ts":0,"pid":1})", 0, "s"},
       {R"({"ph":"i","ts":1e13,"pid":1})", 0, "ts"},
+      {R"({"ph":"X","cat":"node","ts":0,"dur":1,"pid":1,"tid":1,"args":{"node":1,"inputs":[],"run":"r"}})",
+       0, "args.run"},
       {R"({"ph":"X","ts":0,"dur":-1,"pid":1,"tid":1})", 0, "dur"},
   };
   for (const Case& c : cases) {
