@@ -359,10 +359,23 @@ Trace parse_trace(std::string_view text, const std::string& file) {
   return t;
 }
 
-Trace read_trace(const std::string& path) {
+Trace read_trace(const std::string& path, std::uint64_t max_bytes) {
   std::ifstream f(path, std::ios::binary);
   if (!f) throw TraceError(path + ": cannot open the trace file", path);
-  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  // Chunked, so a source without an end costs at most max_bytes and a chunk before the error.
+  constexpr size_t kChunk = size_t{1} << 16;
+  std::string text;
+  std::vector<char> chunk(kChunk);
+  while (f) {
+    f.read(chunk.data(), static_cast<std::streamsize>(kChunk));
+    const auto got = static_cast<size_t>(f.gcount());
+    if (got > max_bytes - text.size()) {  // text.size() <= max_bytes
+      throw LimitError(path + ": the trace file is larger than the limit of " +
+                           std::to_string(max_bytes) + " bytes (--max-trace-size)",
+                       "--max-trace-size");
+    }
+    text.append(chunk.data(), got);
+  }
   if (f.bad()) throw TraceError(path + ": cannot read the trace file", path);
   return parse_trace(text, path);
 }

@@ -75,8 +75,13 @@ struct Trace {
   std::map<std::pair<int64_t, int64_t>, std::string> thread_names;  // (pid, tid) -> name
 };
 
-// Reads and checks the trace at `path`. Throws TraceError (see above).
-Trace read_trace(const std::string& path);
+// The largest trace file read_trace accepts by default: 1 GiB (a bounded --trace writes far less;
+// this bounds what a wrong path such as /dev/zero costs).
+inline constexpr std::uint64_t kDefaultMaxTraceBytes = std::uint64_t{1} << 30;
+
+// Reads and checks the trace at `path`. Throws TraceError (see above), and LimitError (limit
+// "--max-trace-size") when the file holds more than `max_bytes`, having read at most that much.
+Trace read_trace(const std::string& path, std::uint64_t max_bytes = kDefaultMaxTraceBytes);
 
 // The same from text already in memory; `file` names it in errors.
 Trace parse_trace(std::string_view text, const std::string& file);

@@ -357,6 +357,13 @@ TEST(TraceSummary, BadInputsNameFileEventAndField) {
         << e.what();
   }
   try {
+    read_trace(fixture("producer_consumer.json"), 100);
+    ADD_FAILURE() << "a file past --max-trace-size was read";
+  } catch (const LimitError& e) {
+    EXPECT_EQ(e.limit(), "--max-trace-size");
+    EXPECT_NE(std::string(e.what()).find("larger than the limit of 100 bytes"), std::string::npos);
+  }
+  try {
     read_trace(fixture("no_such_file.json"));
     ADD_FAILURE() << "a missing file was accepted";
   } catch (const TraceError& e) {
