@@ -56,7 +56,7 @@ def check_run(chanflow, program, trace):
             fail(f"the text summary lacks green thread {g['name']}:\n{text}")
     g = go[0]
     for on in g["blocked_on"]:
-        objs = [on["obj"]] + [c.split(" ", 1)[1] for c in on["cases"]]
+        objs = [on["obj"]] + [c.split(" ", 1)[-1] for c in on["cases"]]
         if not set(objs) <= {"ch", "quit", "context", "select"}:
             fail(f"{g['name']} blocked on {on}: not the program's channels or the run's context")
     parked_on_ch = any(on["kind"] == "chan.recv" and on["obj"] == "ch" or

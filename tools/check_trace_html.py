@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """`chanflow trace html` in a real browser: headless Chromium opens each report, runs its script
 and dumps the DOM; the rendered page must hold the timeline the script drew (data-drawn-slices > 0,
-data-slices equal to the trace's slice events) and the summary's tables with the same green
-threads, times and channels as `chanflow trace summary` prints for that trace.
+data-slices equal to the trace's slice events), the summary's tables with the same green
+threads, times and channels as `chanflow trace summary` prints for that trace, and, opened at the
+first parked run slice (report.html#at=TRACK,NS), that slice's green thread and park reason.
 
 Usage: check_trace_html.py CHANFLOW WORK_DIR TRACE.json...
 
@@ -45,11 +46,35 @@ def run(args):
     return p.stdout
 
 
-def dump_dom(browser, page, profile):
+def dump_dom(browser, page, profile, fragment=""):
     # --virtual-time-budget lets the page's script run to completion before the DOM is dumped.
     return run([browser, "--headless", "--disable-gpu", "--no-sandbox", "--no-first-run",
                 "--user-data-dir=" + profile, "--virtual-time-budget=10000", "--dump-dom",
-                "file://" + os.path.abspath(page)])
+                "file://" + os.path.abspath(page) + fragment])
+
+
+def check_park_tooltip(name, browser, page, profile):
+    """The first parked run slice's details, as hovering shows them, through the page's #at= link:
+    its green thread and what it parked on."""
+    with open(page, encoding="utf-8") as f:
+        m = re.search(r'<script type="application/json" id="trace-data">(.*?)</script>', f.read(),
+                      re.S)
+    d = json.loads(m.group(1))
+    sl, strings = d["slices"], d["strings"]
+    for i in range(0, len(sl), 8):
+        track, ts, dur, _, _, g, _, wait = sl[i:i + 8]
+        if wait >= 0:
+            break
+    else:
+        return None  # no park in this trace
+    at = d["t0"] + ts + dur // 2
+    dom = dump_dom(browser, page, profile, f"#at={track},{at}")
+    tip = re.search(r'<div id="tip"[^>]*>(.*?)</div>', dom, re.S)
+    text = html.unescape(tip.group(1)) if tip else ""
+    want = ["green thread %d %s" % (g, d["gnames"][str(g)]), "parked on: " + strings[wait]]
+    if any(w not in text for w in want):
+        fail(f"{name}: #at={track},{at} shows {text!r}, want {want}")
+    return want[1]
 
 
 def table_rows(dom, table_id):
@@ -90,7 +115,7 @@ def check(chanflow, browser, work, trace):
     m = re.search(r'<div id="timeline"([^>]*)>', dom)
     if not m:
         fail(f"{name}: no #timeline element in the rendered page")
-    attrs = dict(re.findall(r'(data-[a-z-]+)="(\d+)"', m.group(1)))
+    attrs = dict(re.findall(r'(data-[a-z-]+)="([\d.]+)"', m.group(1)))
     if "data-drawn-slices" not in attrs:
         fail(f"{name}: the page's script did not run (no data-drawn-slices on #timeline)")
     if int(attrs["data-slices"]) != slices or not 0 < int(attrs["data-drawn-slices"]) <= slices:
@@ -99,6 +124,9 @@ def check(chanflow, browser, work, trace):
         fail(f"{name}: the status line does not count {slices} slices")
     if "<canvas" not in dom:
         fail(f"{name}: no canvas in the timeline")
+
+    with tempfile.TemporaryDirectory(dir=work) as profile:
+        tooltip = check_park_tooltip(name, browser, page, profile)
 
     printed = text_rows(text)
     rows = {int(r[0]): r for r in table_rows(dom, "gthreads")}
@@ -110,15 +138,16 @@ def check(chanflow, browser, work, trace):
             fail(f"{name}: {g['name']}: the page says running/runnable/blocked {row[2:5]}, "
                  f"trace summary {printed[g['g']]}")
         for on in g["blocked_on"]:
-            if f"{on['kind']} {on['obj']}" not in row[7]:
-                fail(f"{name}: {g['name']}'s blocked-on cell lacks {on['kind']} {on['obj']}: "
-                     f"{row[7]}")
+            label = on["kind"] if on["obj"] in ("", on["kind"]) else f"{on['kind']} {on['obj']}"
+            if label + ":" not in row[7] and label + " [" not in row[7]:
+                fail(f"{name}: {g['name']}'s blocked-on cell lacks {label}: {row[7]}")
     channels = [r[0] for r in table_rows(dom, "channels")]
     if channels != [c["name"] for c in summary["channels"]]:
         fail(f"{name}: the page lists channels {channels}, trace summary "
              f"{[c['name'] for c in summary['channels']]}")
     print(f"{name}: {len(rows)} green threads, {len(channels)} channels, "
-          f"{attrs['data-drawn-slices']} of {slices} slices drawn")
+          f"{attrs['data-drawn-slices']} of {slices} slices drawn in {attrs.get('data-draw-ms')} ms"
+          f"; a park's details: {tooltip}")
 
 
 def main():

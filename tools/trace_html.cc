@@ -78,12 +78,12 @@ class Strings {
 };
 
 std::string wait_text(const Json& wait) {
-  std::string w = wait.value("kind", "") + " " + wait.value("obj", "");
+  std::string w = wait_label(wait.value("kind", ""), wait.value("obj", ""));
   if (auto cases = wait.find("cases"); cases != wait.end() && cases->is_array()) {
     w += " [";
     for (size_t i = 0; i < cases->size(); ++i) {
       const Json& c = (*cases)[i];
-      w += (i ? ", " : "") + c.value("kind", "") + " " + c.value("obj", "");
+      w += (i ? ", " : "") + wait_label(c.value("kind", ""), c.value("obj", ""));
     }
     w += "]";
   }
@@ -223,7 +223,7 @@ void summary_tables(std::ostringstream& o, const Summary& s, size_t top) {
   for (const GreenThreadSummary& g : s.gthreads) {
     std::string on;
     for (const BlockedOn& b : g.blocked_on) {
-      std::string label = b.kind + " " + b.obj;
+      std::string label = wait_label(b.kind, b.obj);
       if (!b.cases.empty()) {
         label += " [";
         for (size_t i = 0; i < b.cases.size(); ++i) label += (i ? ", " : "") + b.cases[i];
@@ -519,6 +519,16 @@ constexpr const char* kScript = R"js(
   box.setAttribute('data-tracks', String(D.tracks.length));
   box.setAttribute('data-slices', String(N));
   box.setAttribute('data-drawn-slices', String(drawn));
+  // A link to a point: report.html#at=TRACK,NS shows what is on track TRACK (0 is the first) at
+  // NS on the trace's clock, as hovering there would, with a marker on the spot.
+  const link = /^#at=(\d+),(-?\d+)$/.exec(location.hash);
+  if (link && rows[+link[1]]) {
+    const r = rows[+link[1]], t = +link[2] - D.t0, text = at(X(t), r.y + r.h / 2);
+    ctx.fillStyle = '#000'; ctx.fillRect(X(t) - 1, r.y, 2, r.h);
+    const rc = cv.getBoundingClientRect();
+    tip.textContent = text || '(nothing there)'; tip.style.display = 'block';
+    tip.style.left = (rc.left + X(t) + 12) + 'px'; tip.style.top = (rc.top + r.y + r.h + 4) + 'px';
+  }
 })();
 )js";
 
@@ -533,7 +543,8 @@ std::string trace_to_html(const Trace& t, const Summary& s, size_t top_channels)
        "checked> wake arrows</label><span id=status>(the timeline needs JavaScript)</span></div>\n"
     << "<div id=timeline></div><div id=tip></div>\n"
     << "<p style='color:#666'>Wheel: zoom at the pointer. Drag: pan. Hover a slice for its green "
-       "thread and why it stopped; red arrows run from a wake to the slice it readied.</p>\n";
+       "thread and why it stopped (or link to it: #at=TRACK,NS); red arrows run from a wake to the "
+       "slice it readied.</p>\n";
   summary_tables(o, s, top_channels);
   o << "<script type=\"application/json\" id=\"trace-data\">" << script_json(timeline_data(t, s))
     << "</script>\n<script>" << kScript << "</script>\n</body></html>\n";

@@ -417,7 +417,7 @@ void add_blocked(GState& g, std::map<std::string, ChannelSummary>& channels, con
     for (const Json& c : *cases) {
       const std::string ck = c["kind"].get<std::string>();
       const std::string co = c["obj"].get<std::string>();
-      const std::string label = ck + " " + co;
+      const std::string label = wait_label(ck, co);
       if (std::find(b.cases.begin(), b.cases.end(), label) == b.cases.end()) {
         b.cases.push_back(label);
       }
@@ -599,6 +599,10 @@ Summary summarize(const Trace& t) {
   return s;
 }
 
+std::string wait_label(const std::string& kind, const std::string& obj) {
+  return obj.empty() || obj == kind ? kind : kind + " " + obj;
+}
+
 std::string human_duration(int64_t ns) {
   const char* sign = ns < 0 ? "-" : "";
   const double v = std::fabs(static_cast<double>(ns));
@@ -673,7 +677,7 @@ std::string format_summary(const Summary& s, size_t top_channels) {
     o << line;
     for (const BlockedOn& b : g.blocked_on) {
       std::snprintf(line, sizeof line, "  %6s    blocked on %-42s %10s  %lld park%s\n", "",
-                    fit(b.kind + " " + b.obj, 42).c_str(), human_duration(b.ns).c_str(),
+                    fit(wait_label(b.kind, b.obj), 42).c_str(), human_duration(b.ns).c_str(),
                     static_cast<long long>(b.count), b.count == 1 ? "" : "s");
       o << line;
       // A select's cases on lines of their own, wrapped at 100 columns.

@@ -163,6 +163,10 @@ std::string format_summary(const Summary& s, size_t top_channels = 10);
 // integer nanoseconds in fields ending in _ns. At most `top_channels` channels.
 nlohmann::json summary_to_json(const Summary& s, size_t top_channels = 10);
 
+// What a park waited on, as the summary prints it: "chan.recv jobs"; the kind alone when the
+// object is empty or only repeats it ("select").
+std::string wait_label(const std::string& kind, const std::string& obj);
+
 // "850ns", "30.3us", "1.25ms", "2.50s": three significant digits.
 std::string human_duration(int64_t ns);
 

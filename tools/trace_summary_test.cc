@@ -58,6 +58,13 @@ std::string doc(const std::string& events) {
          R"(],"otherData":{"chanflow_trace":1,"dropped_events":0,"complete":true}})";
 }
 
+TEST(TraceSummary, WaitLabels) {
+  EXPECT_EQ(wait_label("chan.recv", "jobs"), "chan.recv jobs");
+  EXPECT_EQ(wait_label("select", "select"), "select");
+  EXPECT_EQ(wait_label("context", "context"), "context");
+  EXPECT_EQ(wait_label("timer", ""), "timer");
+}
+
 TEST(TraceSummary, HumanDurations) {
   EXPECT_EQ(human_duration(0), "0ns");
   EXPECT_EQ(human_duration(850), "850ns");
