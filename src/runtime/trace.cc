@@ -7,6 +7,7 @@
 #include <array>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <memory>
@@ -24,7 +25,9 @@
 
 namespace chanflow::detail {
 
-std::atomic<bool> g_trace_enabled{false};
+// Read on every scheduling step, written only by start() and stop(); cache-line aligned so that
+// it does not share the first line of its neighbours in this file.
+alignas(64) std::atomic<bool> g_trace_enabled{false};
 
 namespace {
 
@@ -164,34 +167,50 @@ std::vector<std::shared_ptr<ThreadBuffer>>& buffers() CHANFLOW_REQUIRES(g_buffer
   static auto* const kBuffers = new std::vector<std::shared_ptr<ThreadBuffer>>();
   return *kBuffers;
 }
-thread_local std::shared_ptr<ThreadBuffer> t_buffer;
 
-// The writer's queue: chunks handed off, bounded by g_queue_limit bytes.
-os::Mutex g_queue_mu;
-os::CondVar g_queue_cv;
-std::deque<std::unique_ptr<Chunk>> g_queue CHANFLOW_GUARDED_BY(g_queue_mu);
-std::vector<std::unique_ptr<Chunk>> g_free CHANFLOW_GUARDED_BY(g_queue_mu);
-std::size_t g_queue_limit CHANFLOW_GUARDED_BY(g_queue_mu) = 0;
-bool g_finishing CHANFLOW_GUARDED_BY(g_queue_mu) = false;
+// The writer's queue: chunks handed off, bounded by `limit` bytes. Never destroyed (like the
+// buffer registry): a writer thread still running at exit may use it until the process ends.
+struct Queue {
+  os::Mutex mu;
+  os::CondVar cv;
+  std::deque<std::unique_ptr<Chunk>> chunks CHANFLOW_GUARDED_BY(mu);
+  std::vector<std::unique_ptr<Chunk>> free CHANFLOW_GUARDED_BY(mu);
+  std::size_t limit CHANFLOW_GUARDED_BY(mu) = 0;
+  bool finishing CHANFLOW_GUARDED_BY(mu) = false;
+  // The writer thread's own (read by start/stop only before it starts or after it is joined).
+  bool write_failed = false;
+  bool any_event = false;  // whether an event was written (a comma is due before the next)
+  std::string memory;      // the in-memory recording's text
+};
+Queue& queue() {
+  static auto* const kQueue = new Queue();
+  return *kQueue;
+}
 constexpr std::size_t kMaxFreeChunks = 8;
 
 // start()/stop() and the output they own.
 os::Mutex g_session_mu;
 std::FILE* g_file CHANFLOW_GUARDED_BY(g_session_mu) = nullptr;
-std::string g_path CHANFLOW_GUARDED_BY(g_session_mu);
-std::thread g_writer CHANFLOW_GUARDED_BY(g_session_mu);
-bool g_write_failed = false;  // the writer's; read after join
-bool g_any_event = false;     // the writer's: whether an event was written (a comma is due)
-std::string g_memory;         // the writer's (in-memory recording), read after join
-std::string g_last_doc CHANFLOW_GUARDED_BY(g_session_mu);
+std::string* g_path CHANFLOW_GUARDED_BY(g_session_mu) = new std::string();
+std::thread* g_writer CHANFLOW_GUARDED_BY(g_session_mu) = nullptr;
+std::string* g_last_doc CHANFLOW_GUARDED_BY(g_session_mu) = new std::string();
+
+// A thread's buffer, registered on its first event; at the thread's exit its events go to the
+// writer and the buffer leaves the registry (a process that starts many threads keeps none).
+struct LocalBuffer {
+  std::shared_ptr<ThreadBuffer> buf;
+  ~LocalBuffer();
+};
+thread_local LocalBuffer t_buffer;
 
 // A chunk for a recorder: a free one or a new one.
 std::unique_ptr<Chunk> take_chunk() {
+  Queue& q = queue();
   {
-    os::LockGuard g(g_queue_mu);
-    if (!g_free.empty()) {
-      std::unique_ptr<Chunk> c = std::move(g_free.back());
-      g_free.pop_back();
+    os::LockGuard g(q.mu);
+    if (!q.free.empty()) {
+      std::unique_ptr<Chunk> c = std::move(q.free.back());
+      q.free.pop_back();
       return c;
     }
   }
@@ -201,30 +220,46 @@ std::unique_ptr<Chunk> take_chunk() {
 // Hands a chunk to the writer; when the queue is full (and !force) its events are dropped and
 // it is returned for reuse.
 std::unique_ptr<Chunk> hand_off(std::unique_ptr<Chunk> c, bool force) {
-  os::LockGuard g(g_queue_mu);
-  if (!force && g_queue.size() * kChunkBytes + kChunkBytes > g_queue_limit) {
+  Queue& q = queue();
+  os::LockGuard g(q.mu);
+  if (!force && q.chunks.size() * kChunkBytes + kChunkBytes > q.limit) {
     g_dropped.fetch_add(c->events, std::memory_order_relaxed);
     c->used = 0;
     c->events = 0;
     return c;
   }
-  g_queue.push_back(std::move(c));
-  g_queue_cv.notify_one();
-  if (!g_free.empty()) {
-    std::unique_ptr<Chunk> f = std::move(g_free.back());
-    g_free.pop_back();
+  q.chunks.push_back(std::move(c));
+  q.cv.notify_one();
+  if (!q.free.empty()) {
+    std::unique_ptr<Chunk> f = std::move(q.free.back());
+    q.free.pop_back();
     return f;
   }
   return nullptr;
 }
 
 ThreadBuffer& local_buffer() {
-  if (!t_buffer) {
-    t_buffer = std::make_shared<ThreadBuffer>();
+  if (!t_buffer.buf) {
+    t_buffer.buf = std::make_shared<ThreadBuffer>();
     os::LockGuard g(g_buffers_mu);
-    buffers().push_back(t_buffer);
+    buffers().push_back(t_buffer.buf);
   }
-  return *t_buffer;
+  return *t_buffer.buf;
+}
+
+LocalBuffer::~LocalBuffer() {
+  if (!buf) return;
+  {
+    os::LockGuard bl(buf->lock);
+    const uint64_t gen = g_generation.load(std::memory_order_acquire);
+    if (gen != 0 && buf->generation == gen && buf->chunk && buf->chunk->used > 0) {
+      (void)hand_off(std::move(buf->chunk), /*force=*/true);
+    }
+    buf->chunk.reset();
+  }
+  os::LockGuard g(g_buffers_mu);
+  auto& all = buffers();
+  all.erase(std::remove(all.begin(), all.end(), buf), all.end());
 }
 
 // Up to kReserveChunk events of the bound for one thread; 0 when it is used up.
@@ -260,6 +295,10 @@ void emit(Head h, const Strings& ss) noexcept {
       return;
     }
     const std::size_t size = record_size(ss);
+    if (size > kChunkBytes) {  // a select of dozens of long-named cases: too big to keep
+      g_dropped.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
     if (b.chunk && b.chunk->used + size > kChunkBytes)
       b.chunk = hand_off(std::move(b.chunk), false);
     if (!b.chunk) b.chunk = take_chunk();
@@ -416,17 +455,17 @@ void render(const unsigned char* p, std::string& out) {
   out += '}';
 }
 
-// The writer: renders every queued chunk and appends it to `out_file` (or g_memory).
+// The writer: renders every queued chunk and appends it to the file (or Queue::memory).
 void write_text(std::FILE* f, std::string& text) {
+  Queue& q = queue();
   if (f != nullptr) {
     if (!text.empty() && std::fwrite(text.data(), 1, text.size(), f) != text.size()) {
-      g_write_failed = true;
+      q.write_failed = true;
     }
-    text.clear();
   } else {
-    g_memory += text;
-    text.clear();
+    q.memory += text;
   }
+  text.clear();
 }
 
 void render_chunk(const Chunk& c, std::string& text) {
@@ -434,8 +473,8 @@ void render_chunk(const Chunk& c, std::string& text) {
     const unsigned char* p = c.data.get() + at;
     uint32_t size;
     std::memcpy(&size, p, sizeof(size));
-    text += g_any_event ? ",\n" : "\n";
-    g_any_event = true;
+    text += queue().any_event ? ",\n" : "\n";
+    queue().any_event = true;
     render(p, text);
     at += size;
   }
@@ -443,23 +482,24 @@ void render_chunk(const Chunk& c, std::string& text) {
 }
 
 void writer_main(std::FILE* f) {
+  Queue& q = queue();
   std::string text;
   for (;;) {
     std::unique_ptr<Chunk> c;
     {
-      os::LockGuard g(g_queue_mu);
-      while (g_queue.empty() && !g_finishing) g_queue_cv.wait(g_queue_mu);
-      if (g_queue.empty()) return;
-      c = std::move(g_queue.front());
-      g_queue.pop_front();
+      os::LockGuard g(q.mu);
+      while (q.chunks.empty() && !q.finishing) q.cv.wait(q.mu);
+      if (q.chunks.empty()) return;
+      c = std::move(q.chunks.front());
+      q.chunks.pop_front();
     }
     render_chunk(*c, text);
     write_text(f, text);
     if (f != nullptr) std::fflush(f);  // streamed: a killed process leaves what was written
     c->used = 0;
     c->events = 0;
-    os::LockGuard g(g_queue_mu);
-    if (g_free.size() < kMaxFreeChunks) g_free.push_back(std::move(c));
+    os::LockGuard g(q.mu);
+    if (q.free.size() < kMaxFreeChunks) q.free.push_back(std::move(c));
   }
 }
 
@@ -822,18 +862,21 @@ bool stop_locked() CHANFLOW_REQUIRES(detail::g_session_mu) {
       }
     }
   }
+  Queue& q = queue();
   {
-    os::LockGuard g(g_queue_mu);
-    g_finishing = true;
-    g_queue_cv.notify_all();
+    os::LockGuard g(q.mu);
+    q.finishing = true;
+    q.cv.notify_all();
   }
-  g_writer.join();
+  g_writer->join();
+  delete g_writer;
+  g_writer = nullptr;
   g_writer_threads.fetch_sub(1, std::memory_order_seq_cst);
   // The tail: track names, the marks and otherData.
   std::string text;
   auto next = [&] {
-    text += g_any_event ? ",\n" : "\n";
-    g_any_event = true;
+    text += q.any_event ? ",\n" : "\n";
+    q.any_event = true;
   };
   {
     os::LockGuard g(g_tracks_mu);
@@ -869,13 +912,13 @@ bool stop_locked() CHANFLOW_REQUIRES(detail::g_session_mu) {
                 "\"dropped_events\":%zu,\"max_events\":%zu,\"events\":%zu,\"complete\":true}}\n",
                 dropped, max_events, g_written.load(std::memory_order_relaxed));
   write_text(g_file, text);
-  bool failed = g_write_failed;
+  bool failed = q.write_failed;
   if (g_file != nullptr) {
     if (std::fclose(g_file) != 0) failed = true;
     g_file = nullptr;
   } else {
-    g_last_doc = std::move(g_memory);
-    g_memory.clear();
+    *g_last_doc = std::move(q.memory);
+    q.memory.clear();
   }
   return failed;
 }
@@ -894,16 +937,27 @@ void start(const Options& options) {
     }
   }
   g_file = f;
-  g_path = options.path;
-  g_last_doc.clear();
-  g_memory.clear();
-  g_write_failed = false;
-  g_any_event = false;
+  *g_path = options.path;
+  g_last_doc->clear();
+  Queue& q = queue();
+  q.memory.clear();
+  q.write_failed = false;
+  q.any_event = false;
   {
-    os::LockGuard q(g_queue_mu);
-    g_finishing = false;
-    g_queue_limit = std::max(options.buffer_bytes, kChunkBytes);
+    os::LockGuard g2(q.mu);
+    q.finishing = false;
+    q.limit = std::max(options.buffer_bytes, kChunkBytes);
   }
+  // A recording still on at exit is completed then (its file closed with otherData).
+  static const bool kAtExit = [] {
+    return std::atexit([] {
+             try {
+               trace::stop();
+             } catch (...) {
+             }
+           }) == 0;
+  }();
+  (void)kAtExit;
   g_max_events.store(options.max_events, std::memory_order_relaxed);
   g_reserved.store(0, std::memory_order_relaxed);
   g_dropped.store(0, std::memory_order_relaxed);
@@ -914,7 +968,7 @@ void start(const Options& options) {
   if (f != nullptr) std::fflush(f);
   (void)runtime_pid();  // the runtime's process is pid 1 in every file that has it first
   g_writer_threads.fetch_add(1, std::memory_order_seq_cst);
-  g_writer = std::thread([f] { writer_main(f); });
+  g_writer = new std::thread([f] { writer_main(f); });
   g_start_ns.store(now_ns(), std::memory_order_relaxed);
   g_last_generation += 1;
   g_generation.store(g_last_generation, std::memory_order_release);
@@ -923,8 +977,9 @@ void start(const Options& options) {
 
 void stop() {
   os::LockGuard g(detail::g_session_mu);
-  if (stop_locked())
-    CHANFLOW_THROW(Error) << "trace::stop: writing '" << detail::g_path << "' failed";
+  if (stop_locked()) {
+    CHANFLOW_THROW(Error) << "trace::stop: writing '" << *detail::g_path << "' failed";
+  }
 }
 
 bool enabled() noexcept { return g_trace_enabled.load(std::memory_order_relaxed); }
@@ -935,7 +990,7 @@ std::size_t dropped_count() noexcept { return detail::g_dropped.load(std::memory
 
 std::string to_json() {
   os::LockGuard g(detail::g_session_mu);
-  return detail::g_last_doc;
+  return *detail::g_last_doc;
 }
 
 namespace {

@@ -109,7 +109,8 @@ CHANFLOW_API void flow_begin(Track t, std::string_view cat, std::string_view nam
 CHANFLOW_API void flow_end(Track t, std::string_view cat, std::string_view name, uint64_t id,
                            int64_t ts_ns);
 
-// A slice on `t` from construction to destruction (nothing when off at construction).
+// A slice on `t` from construction to destruction (nothing when off at construction). `cat` must
+// outlive it (a string literal).
 class ScopedSlice {
  public:
   ScopedSlice(Track t, std::string_view cat, std::string name)
