@@ -1,5 +1,5 @@
 // trace_summary.cc — the trace reader (strict on fields, tolerant of a file cut short) and the
-// offline summary. The format is the one docs/runtime.md's "Tracing" section describes.
+// offline summary. The format is docs/runtime.md's "File format (version 1)".
 #include "trace_summary.h"
 
 #include <algorithm>
@@ -318,7 +318,7 @@ Trace parse_trace(std::string_view text, const std::string& file) {
   if (!is_object || events == doc.end() || !events->is_array()) {
     throw TraceError(file +
                          ": not a chanflow trace: expected a JSON object with a traceEvents array "
-                         "(docs/runtime.md, \"Tracing\")",
+                         "(docs/runtime.md, \"File format (version 1)\")",
                      file, -1, "traceEvents");
   }
   if (auto other = doc.find("otherData"); other != doc.end()) {

@@ -1,6 +1,6 @@
-// trace_summary.h — reading a chanflow trace file (docs/runtime.md, "Tracing") and
-// summarising it offline: per green thread, time running, runnable and blocked, and on what; the
-// channels green threads blocked on longest; the critical path of a GoMachine run.
+// trace_summary.h — reading a chanflow trace file (docs/runtime.md, "File format (version 1)")
+// and summarising it offline: per green thread, time running, runnable and blocked, and on what;
+// the channels green threads blocked on longest; the critical path of a GoMachine run.
 //
 //   Trace t = read_trace("t.json");          // TraceError on bad input; a cut file is accepted
 //   Summary s = summarize(t);
