@@ -450,10 +450,10 @@ void summarize_gthread(GState& g, int64_t trace_end, std::map<std::string, Chann
     const int64_t end = sl.ts + sl.dur;
     add_to(s.running_ns, sl.dur);
     const std::string how = sl.args["end"].get<std::string>();
-    if (how == "exit") {
-      s.exited = true;
-      break;
-    }
+    // A slice after an exit is a later green thread with the same id (ids are per scheduler and
+    // a process may run several): its time is counted, the gap between them is not.
+    s.exited = how == "exit";
+    if (s.exited) continue;
     const int64_t next = k + 1 < g.slices.size() ? g.slices[k + 1]->ts : trace_end;
     const int64_t gap = std::max<int64_t>(0, next - end);
     if (how == "yield") {

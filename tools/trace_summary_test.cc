@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -247,6 +248,21 @@ TEST(TraceSummary, GoMachineCriticalPathPerRun) {
       << text;
   EXPECT_NE(text.find("  other runs: run 1 45.0us, run 3 1.00us\n"), std::string::npos) << text;
   EXPECT_EQ(summary_to_json(s)["critical_paths"][1]["run"], 1);
+}
+
+// Green-thread ids are per scheduler: a slice after an exit is a later thread with the same id.
+TEST(TraceSummary, IdReusedAfterExit) {
+  const std::string run = R"({"ph":"X","cat":"run","name":"g","ts":%d,"dur":%d,"pid":1,"tid":1,)"
+                          R"("args":{"g":1,"end":"exit"}})";
+  char a[200], b[200];
+  std::snprintf(a, sizeof a, run.c_str(), 0, 1);
+  std::snprintf(b, sizeof b, run.c_str(), 10, 2);
+  const Summary s = summarize(parse_trace(doc(std::string(a) + "," + b), "reuse.json"));
+  ASSERT_EQ(s.gthreads.size(), 1u);
+  EXPECT_EQ(s.gthreads[0].running_ns, 3 * kUs);
+  EXPECT_EQ(s.gthreads[0].runnable_ns + s.gthreads[0].blocked_ns, 0);
+  EXPECT_EQ(s.gthreads[0].slices, 2);
+  EXPECT_TRUE(s.gthreads[0].exited);
 }
 
 // truncated.json: producer_consumer.json cut inside its 13th event, with no otherData: the 12
