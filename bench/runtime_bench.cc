@@ -124,6 +124,44 @@ void BM_PingPong(benchmark::State& state) {
 }
 CHANFLOW_BENCH_SCALING(BM_PingPong);
 
+// BM_PingPong with the trace on, streaming every event to a file in the temp directory (no event
+// bound: each round trip is two run slices with their park reasons and two wake flows, six
+// events). The timed part is the round trips (recording, and the writer thread rendering as it
+// goes); each run's trace is stopped after it. Counter dropped_share: the share of events the
+// writer could not keep up with (dropped and counted, trace.h).
+void BM_PingPongTraced(benchmark::State& state) {
+  const int64_t n = scaled(200'000);
+  const char* tmp = std::getenv("TMPDIR");
+  const std::string path =
+      std::string(tmp != nullptr ? tmp : "/tmp") + "/chanflow_bench_trace.json";
+  std::size_t kept = 0, dropped = 0;
+  run_shape(state, n, [n, &path, &kept, &dropped]() -> double {
+    cf::Chan<int64_t> req = cf::make_chan<int64_t>(0, "req");
+    cf::Chan<int64_t> resp = cf::make_chan<int64_t>(0, "resp");
+    cf::go("echo", [req, resp]() mutable {
+      for (int64_t x : req) resp.send(x + 1);
+    });
+    cf::trace::start({.path = path, .max_events = 0});
+    int64_t v = 0;
+    const auto t = Clock::now();
+    for (int64_t i = 0; i < n; ++i) {
+      req.send(v);
+      v = *resp.recv();
+    }
+    const double secs = seconds_since(t);
+    cf::trace::stop();
+    kept += cf::trace::event_count();
+    dropped += cf::trace::dropped_count();
+    req.close();
+    return v == n ? secs : -1;
+  });
+  state.counters["dropped_share"] =
+      kept + dropped == 0 ? 0.0
+                          : static_cast<double>(dropped) / static_cast<double>(kept + dropped);
+  std::remove(path.c_str());
+}
+CHANFLOW_BENCH_WORKERS(BM_PingPongTraced);
+
 // Buffered chan(128): a producer green thread streams n ints to the measuring green thread.
 void BM_Buffered128(benchmark::State& state) {
   const int64_t n = scaled(10'000'000);

@@ -3,7 +3,8 @@
 #
 #   scripts/bootstrap.sh          what the README's two commands need: build, run the demo, run
 #                                 every test of scripts/test.sh (about 225 MB to download, 1.1 GB
-#                                 on disk on a minimal Debian 12; see docs/getting_started.md)
+#                                 on disk on a minimal Debian 12, and Chromium's 113 MB and 357 MB
+#                                 with its libraries on top; see docs/getting_started.md)
 #   scripts/bootstrap.sh --dev    also what CI, benchmarks and linting need: the peers that
 #                                 scripts/bench.py runs side by side, clang-14 with libFuzzer for
 #                                 the fuzz scripts, clang-format and clang-tidy, git, PyTorch, mypy (about 567 MB,
@@ -55,6 +56,7 @@ packages=(
   python3 python3-numpy     # tensor_npy_numpy_roundtrip reads chanflow's .npy files with NumPy
   python3-dev pybind11-dev python3-pybind11  # the Python module chanflow._native (python/)
   python3-pytest            # the Python suites (tests/python, ctest label `python`)
+  chromium                  # headless: `chanflow trace html`'s report rendered (tools/check_trace_html.py)
   # the demo and the README's examples
   python3-matplotlib        # scripts/plot_training.py (the flagship's loss/accuracy chart)
   graphviz                  # `chanflow dot FILE | dot -Tpng` in the README

@@ -2,7 +2,7 @@
 # usage error, check, dot (nested clusters), --out (.npy), --trace (Chrome trace with op and
 # green-thread events), programs from standard input and in either format whatever their name,
 # a missing file, a bad --feed, a deadlock reported once, the program size bound, --timeout and the
-# --trace-limit of a run that never ends.
+# --trace-limit of a run that never ends; trace summary and trace html.
 # Usage: cmake -DCHANFLOW=... -DPROGRAMS=... -DWORK=... -DVERSION=... -DPROTOC=... -DPROTO_DIR=...
 #        -DTESTDATA=... -P check_cli.cmake
 function(expect_run want_rc)
@@ -193,8 +193,8 @@ expect_run(0 ${CHANFLOW} check ${_go} --max-program-size 64k)
 # --timeout DURATION (Go's syntax): a bad one is a usage error naming it; one that does not pass
 # changes nothing (2562047h is past the clock's range: no deadline); one that passes stops the run
 # with status 124 (as coreutils' timeout) and names what was still running. The run never ends on
-# its own and is traced with --trace-limit: the file keeps at most the limit of each kind of event
-# and counts the dropped ones.
+# its own and is traced with --trace-limit: the file keeps at most the limit of events and counts
+# the dropped ones.
 expect_run(2 ${CHANFLOW} run ${_go} --timeout 1x)
 expect_match("${ERR}" "unknown unit 'x' in duration '1x'" "bad --timeout named")
 expect_run(2 ${CHANFLOW} run ${_go} --timeout=-1s)
@@ -209,16 +209,15 @@ expect_run(124 ${CHANFLOW} run ${_endless} --workers 2 --timeout 300ms --trace $
 expect_match("${ERR}" "^chanflow: deadline exceeded: --timeout 300ms passed; still running: block [0-9]+, op [0-9]+ \\('[a-z_]+'\\) on the calling thread; block [0-9]+, op [0-9]+ \\('[a-z_]+'\\) in green thread go@block1#1\n$"
   "--timeout message")
 file(READ ${WORK}/endless.json _trace)
-string(JSON _rt_dropped GET "${_trace}" otherData dropped_events)
-string(JSON _op_dropped GET "${_trace}" otherData op_events_dropped)
+string(JSON _dropped GET "${_trace}" otherData dropped_events)
+string(JSON _complete GET "${_trace}" otherData complete)
 string(JSON _events LENGTH "${_trace}" traceEvents)
-if(_op_dropped LESS_EQUAL 0 OR _rt_dropped LESS_EQUAL 0)
-  message(FATAL_ERROR "--trace-limit 500 on a run that never ends: dropped ${_rt_dropped} green "
-    "thread and ${_op_dropped} op events, want both > 0")
+if(_dropped LESS_EQUAL 0 OR NOT _complete)
+  message(FATAL_ERROR "--trace-limit 500 on a run that never ends: dropped ${_dropped} events "
+    "(want > 0), complete ${_complete}")
 endif()
-# 500 green-thread events (each JSON slice is two of them) and 500 op events and thread names,
-# plus the few process and worker names and the two "trace limit" marks.
-if(_events GREATER 1016 OR _events LESS 100)
+# 500 events, plus the few process and thread names and the marks (cancelled, dropped, stop).
+if(_events GREATER 520 OR _events LESS 100)
   message(FATAL_ERROR "--trace-limit 500: ${_events} trace events")
 endif()
 # Limits of a run. A `while` that starts a go block per iteration, each parked forever in a
@@ -317,4 +316,57 @@ foreach(_env "CHANFLOW_WORKERS=abc" "CHANFLOW_STACK_SIZE=abc")
   expect_match("${ERR}" "^chanflow: error: environment variable ${_named}' is not a number"
     "${_env} is refused")
 endforeach()
+# trace summary and trace html on the hand-written traces (the numbers are worked out in
+# trace_summary_test.cc): text, --json, a file cut short, and bad input (status 1, one line naming
+# the file, the event and the field).
+set(_traces ${TESTDATA}/traces)
+expect_run(0 ${CHANFLOW} trace summary ${_traces}/producer_consumer.json)
+expect_match("${OUT}" "^trace [^\n]*producer_consumer.json: complete\n" "trace summary header")
+expect_match("${OUT}" "19 events, 0 dropped" "trace summary event count")
+expect_match("${OUT}" "\n +3  consumer +15\\.0us +6\\.75us +30\\.2us +2  exited\n"
+  "trace summary: the consumer's row")
+expect_match("${OUT}" "\n +blocked on chan\\.recv jobs +30\\.2us  1 park\n"
+  "trace summary: what the consumer blocked on")
+expect_match("${OUT}" "\n  jobs +30\\.2us +0ns +30\\.2us +0ns\n" "trace summary: channel jobs")
+expect_run(0 ${CHANFLOW} trace summary --json ${_traces}/producer_consumer.json)
+string(JSON _name GET "${OUT}" green_threads 2 name)
+string(JSON _blocked GET "${OUT}" green_threads 2 blocked_ns)
+string(JSON _on GET "${OUT}" green_threads 2 blocked_on 0 obj)
+string(JSON _chan GET "${OUT}" channels 0 recv_ns)
+string(JSON _complete GET "${OUT}" complete)
+if(NOT "${_name}|${_blocked}|${_on}|${_chan}|${_complete}" STREQUAL "consumer|30250|jobs|30250|ON")
+  message(FATAL_ERROR "trace summary --json: got ${_name}|${_blocked}|${_on}|${_chan}|${_complete}"
+    "\n${OUT}")
+endif()
+expect_run(0 ${CHANFLOW} trace summary ${_traces}/gomachine.json --top 1)
+expect_match("${OUT}" "critical path of gomachine \\(pid 3\\): 4 nodes, 65\\.0us" "critical path")
+expect_run(0 ${CHANFLOW} trace summary ${_traces}/truncated.json)
+expect_match("${OUT}" "INCOMPLETE\n  the file was cut short" "trace summary of a cut file")
+expect_run(1 ${CHANFLOW} trace summary ${_traces}/missing_field.json)
+expect_match("${ERR}" "^chanflow: bad trace: [^\n]*missing_field.json: event 2 \\(ph X, cat run\\): field 'args.g' is missing\n$"
+  "trace summary: an event without a field")
+expect_run(1 ${CHANFLOW} trace summary ${_traces}/not_json.json)
+expect_match("${ERR}" "^chanflow: bad trace: [^\n]*not_json.json: not JSON: " "trace summary: not JSON")
+expect_run(1 ${CHANFLOW} trace summary ${WORK}/no_such_trace.json)
+expect_match("${ERR}" "no_such_trace.json: cannot open" "trace summary: a missing file")
+expect_run(1 ${CHANFLOW} trace summary /dev/zero --max-trace-size 1M)
+expect_match("${ERR}" "^chanflow: limit exceeded: /dev/zero: the trace file is larger than the limit of 1048576 bytes \\(--max-trace-size\\)"
+  "trace summary: an endless file stops at the bound")
+expect_run(0 ${CHANFLOW} trace html ${_traces}/select.json -o ${WORK}/select.html)
+file(READ ${WORK}/select.html _html)
+expect_match("${_html}" "<script type=\"application/json\" id=\"trace-data\">" "trace html data")
+expect_match("${_html}" "<td>stuck</td>" "trace html summary table")
+expect_no_match("${_html}" "https?://" "trace html loads nothing")
+expect_run(1 ${CHANFLOW} trace html ${_traces}/select.json -o ${WORK}/no/such/dir/r.html)
+expect_match("${ERR}" "cannot write" "trace html: an unwritable output")
+foreach(_args "trace" "trace;summary" "trace;html;${_traces}/select.json" "trace;frob"
+    "trace;summary;${_traces}/select.json;--top;many")
+  expect_run(2 ${CHANFLOW} ${_args})
+  expect_match("${ERR}" "Run with --help" "usage error: ${_args}")
+endforeach()
+foreach(_sub summary html)
+  expect_run(0 ${CHANFLOW} trace ${_sub} --help)
+  expect_match("${OUT}" "FILE" "trace ${_sub} --help")
+endforeach()
+
 message(STATUS "chanflow command: all features checked")

@@ -24,6 +24,8 @@ MENTIONS = (
     ("chanflow run", re.compile(r"\bchanflow run\b")),
     ("chanflow check", re.compile(r"\bchanflow check\b")),
     ("chanflow dot", re.compile(r"\bchanflow dot\b")),
+    ("chanflow trace summary", re.compile(r"\bchanflow trace summary\b")),
+    ("chanflow trace html", re.compile(r"\bchanflow trace html\b")),
     ("chanflow", re.compile(r"\bchanflow(?= --)")),
     # The example's directory and output paths (examples/train_digits/, out/train_digits/) count.
     ("train_digits", re.compile(r"\btrain_digits\b|\bscripts/demo\.sh\b")),
@@ -38,6 +40,8 @@ def help_texts(root, chanflow, train_digits):
         "chanflow run": [chanflow, "run", "--help"],
         "chanflow check": [chanflow, "check", "--help"],
         "chanflow dot": [chanflow, "dot", "--help"],
+        "chanflow trace summary": [chanflow, "trace", "summary", "--help"],
+        "chanflow trace html": [chanflow, "trace", "html", "--help"],
         "train_digits": [train_digits, "--help"],
         "scripts/bootstrap.sh": ["bash", str(root / "scripts/bootstrap.sh"), "--help"],
         "scripts/bench.py": [sys.executable, str(root / "scripts/bench.py"), "--help"],

@@ -1,8 +1,10 @@
-// cli.h — the `chanflow` command's subcommands (run, check, dot), each registered on a CLI11 app.
+// cli.h — the `chanflow` command's subcommands (run, check, dot, trace), each registered on a
+// CLI11 app.
 //
 //   chanflow run examples/programs/go_op.pbtxt --fetch result
 //   chanflow check prog.pbtxt
 //   chanflow dot prog.pbtxt -o prog.dot
+//   chanflow trace summary t.json          (trace html t.json -o report.html)
 //   some_generator | chanflow run - --fetch result
 //
 // Every subcommand returns the process exit status: 0 on success; errors are thrown as
@@ -36,6 +38,8 @@ void add_program_size_option(CLI::App* cmd, std::uint64_t& bytes);
 void add_run_command(CLI::App& app, std::function<int()>& run);
 void add_check_command(CLI::App& app, std::function<int()>& run);
 void add_dot_command(CLI::App& app, std::function<int()>& run);
+// `trace summary` and `trace html` (cmd_trace.cc).
+void add_trace_command(CLI::App& app, std::function<int()>& run);
 
 // The Graphviz text of a program file (blocks as clusters, sub-blocks nested).
 std::string program_to_dot(const std::string& path,

@@ -7,15 +7,14 @@
 // Context, and the message names what was still running.
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <map>
+#include <thread>
 #include <vector>
 
 #include "chanflow/core/error.h"
 #include "chanflow/exec.h"
 #include "chanflow/runtime/trace.h"
-#include "chanflow/runtime/wait_group.h"
 #include "chanflow/tensor/npy.h"
 #include "cli.h"
 #include "duration.h"
@@ -30,31 +29,13 @@ struct RunArgs {
   std::vector<std::string> fetches;
   std::string out_dir;
   std::string trace;
-  int64_t trace_limit = ExecutorOptions::kDefaultMaxTraceEvents;
+  int64_t trace_limit = static_cast<int64_t>(trace::kDefaultMaxEvents);
   std::string timeout;
   int workers = 0;
   std::uint64_t max_program_bytes = 0;
   int64_t max_threads = ExecutorOptions{}.max_threads;
   int64_t max_memory_bytes = ExecutorOptions{}.max_memory_bytes;
 };
-
-int64_t steady_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-// Runtime events (green threads on workers, pid 1) and op events (pid 2) in one Chrome trace.
-// "otherData" says how many events of each kind --trace-limit dropped: the runtime's
-// dropped_events (green-thread events) and max_events, and op_events_dropped, op_max_events.
-void write_trace(const std::string& path, const Executor& ex, int64_t origin_ns, int64_t limit) {
-  const std::string other = "{\"op_events_dropped\":" + std::to_string(ex.trace_events_dropped()) +
-                            ",\"op_max_events\":" + std::to_string(limit) + "}";
-  std::ofstream f(path);
-  if (!(f << trace::to_json(ex.trace_events_json(origin_ns), other))) {
-    CHANFLOW_THROW(Error) << "--trace: cannot write " << path;
-  }
-}
 
 // The part of a canceled run's message that names what was running ("still running: ...").
 std::string still_running(const std::exception& e) {
@@ -75,8 +56,6 @@ int run_command(const RunArgs& a) {
   }
   ExecutorOptions opts;
   opts.workers = a.workers;
-  opts.trace = !a.trace.empty();
-  opts.max_trace_events = a.trace_limit;
   opts.max_threads = a.max_threads;
   opts.max_memory_bytes = a.max_memory_bytes;
   Context ctx = a.timeout.empty() ? with_cancel(background())
@@ -84,40 +63,45 @@ int run_command(const RunArgs& a) {
   // Before the executor starts its workers, so a signal during the whole run is taken.
   InterruptCanceler on_signal(ctx);
   Executor ex(opts);
-  int64_t origin = 0;
-  if (opts.trace) {
-    trace::start(static_cast<std::size_t>(a.trace_limit));
-    // The runtime's trace times count from its first event: make it a marker spawned now.
-    origin = steady_ns();
-    WaitGroup wg;
-    wg.add(1);
-    ex.scheduler().go("trace-origin", [&wg] { wg.done(); });
-    wg.wait();
+  // The trace streams to its file from here on; every way out of the run (an error, --timeout,
+  // a signal) stops it, which leaves a complete file.
+  const bool tracing = !a.trace.empty();
+  if (tracing) {
+    trace::start({.path = a.trace, .max_events = static_cast<std::size_t>(a.trace_limit)});
   }
-  auto finish_trace = [&] {
-    if (opts.trace) {
-      trace::stop();
-      write_trace(a.trace, ex, origin, a.trace_limit);
+  auto finish_trace = [&](const char* mark) {
+    if (!tracing) return;
+    // run() returns once the run's green threads are done; the last one's run slice ends as it
+    // switches back to its worker, a moment later. Waited for (briefly: a green thread that never
+    // ends leaves its slice open).
+    const int64_t give_up = trace::now_ns() + 100'000'000;
+    while (ex.scheduler().live() != 0 && trace::now_ns() < give_up) {
+      std::this_thread::yield();
     }
+    if (mark != nullptr) {
+      static const trace::Track kRun = trace::thread(trace::process("runtime"), "chanflow run");
+      trace::instant(kRun, "mark", mark, trace::now_ns(), {}, 'g');
+    }
+    trace::stop();
   };
   std::map<std::string, Tensor> out;
   try {
     out = ex.run(ctx, p, feed, a.fetches);
   } catch (const CanceledError& e) {
-    finish_trace();
+    finish_trace("cancelled");
     if (on_signal.signal() == 0) throw;
     std::fprintf(stderr, "chanflow: interrupted (%s): %s\n", signal_name(on_signal.signal()),
                  still_running(e).c_str());
     return 128 + on_signal.signal();
   } catch (const DeadlineExceededError& e) {
-    finish_trace();
+    finish_trace("cancelled");
     CHANFLOW_THROW(DeadlineExceededError)
         << "deadline exceeded: --timeout " << a.timeout << " passed; " << still_running(e);
   } catch (...) {
-    finish_trace();
+    finish_trace(nullptr);
     throw;
   }
-  finish_trace();
+  finish_trace(nullptr);
   if (on_signal.signal() != 0) {  // it came after the program's last op
     std::fprintf(stderr, "chanflow: interrupted (%s) after the run ended\n",
                  signal_name(on_signal.signal()));
@@ -164,10 +148,11 @@ void add_run_command(CLI::App& app, std::function<int()>& run) {
       ->take_all();
   cmd->add_option("--out", a->out_dir, "write each fetched tensor to DIR/NAME.npy instead");
   cmd->add_option("--trace", a->trace,
-                  "write a Chrome trace (ops and green threads) to this .json file");
+                  "stream a Chrome trace (green threads, why they wait and who woke them, "
+                  "channels, ops) to this .json file");
   cmd->add_option("--trace-limit", a->trace_limit,
-                  "keep at most N green-thread events and N op events in the --trace file; the "
-                  "ones past it are dropped and counted in the file (0: no limit)")
+                  "write at most N events to the --trace file; the ones past it are dropped and "
+                  "counted in the file (0: no limit)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->add_option("--timeout", a->timeout,

@@ -1,4 +1,4 @@
-// main.cc — `chanflow`: run, check and draw chanflow programs (see cli.h).
+// main.cc — `chanflow`: run, check and draw chanflow programs, read their traces (see cli.h).
 //
 // Exit status: 0 on success (and for --help, --version), 1 when the command fails (one line on
 // stderr: "chanflow: <kind>: <message>"), 2 for a usage error (CLI11's message on stderr), 124
@@ -10,6 +10,7 @@
 
 #include "chanflow/core/error.h"
 #include "cli.h"
+#include "trace_summary.h"
 
 namespace {
 
@@ -35,6 +36,7 @@ bool unknown_command(CLI::App& app, const char* argv1) {
 
 const char* kind_of(const std::exception& e) {
   if (dynamic_cast<const chanflow::DeadlockError*>(&e)) return "deadlock";
+  if (dynamic_cast<const chanflow::tools::TraceError*>(&e)) return "bad trace";
   if (dynamic_cast<const chanflow::ProgramError*>(&e)) return "program error";
   if (dynamic_cast<const chanflow::LimitError*>(&e)) return "limit exceeded";
   if (dynamic_cast<const chanflow::DeadlineExceededError*>(&e)) return "deadline exceeded";
@@ -50,7 +52,7 @@ const char* kind_of(const std::exception& e) {
 int main(int argc, char** argv) {
   CLI::App app{
       "chanflow: run, check and draw chanflow programs (protobuf text or binary, from a file or "
-      "standard input)"};
+      "standard input), and read their traces"};
   // CHANFLOW_VERSION is the CMake project version (tools/CMakeLists.txt).
   app.set_version_flag("--version", "chanflow " CHANFLOW_VERSION, "print the version and exit");
   app.require_subcommand(1);
@@ -58,6 +60,7 @@ int main(int argc, char** argv) {
   chanflow::tools::add_run_command(app, command);
   chanflow::tools::add_check_command(app, command);
   chanflow::tools::add_dot_command(app, command);
+  chanflow::tools::add_trace_command(app, command);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -65,7 +68,8 @@ int main(int argc, char** argv) {
     // stderr with a status of its own (105, 106, 109...): every usage error exits 2 instead.
     if (e.get_exit_code() == 0) return app.exit(e);
     if (argc > 1 && app.get_subcommands().empty() && unknown_command(app, argv[1])) {
-      std::fprintf(stderr, "chanflow: unknown command '%s' (commands: run, check, dot)\n", argv[1]);
+      std::fprintf(stderr, "chanflow: unknown command '%s' (commands: run, check, dot, trace)\n",
+                   argv[1]);
     }
     app.exit(e);
     return kUsageError;

@@ -122,9 +122,9 @@ int main(int argc, char** argv) {
       std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
   const double cpu = cpu_now() - c0;
   if (!trace.empty() && !tape) {  // ten more runs, traced (Perfetto JSON)
-    m.set_tracing(true);
+    cf::trace::start({.path = trace, .max_events = 0});
     for (int r = 0; r < 10; ++r) m.run();
-    m.write_trace(trace);
+    cf::trace::stop();
   }
   // Wall time is the figure; process CPU time (all threads, idle spinning included) is printed
   // too because on a loaded machine wall time includes the time other processes held the CPUs.

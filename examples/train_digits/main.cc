@@ -11,6 +11,7 @@
 #include <CLI/CLI.hpp>
 
 #include <chrono>
+#include <filesystem>
 #include <iostream>
 
 #include "chanflow/core/error.h"
@@ -34,6 +35,7 @@ int main(int argc, char** argv) {
   double test_fraction = 0.2;
   double min_accuracy = 0;
   bool no_trace = false;
+  std::string trace_file;
   int64_t expected_rows = 1797;
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.add_option("--workers", cfg.workers, "worker green threads (= scheduler OS threads)")
@@ -76,10 +78,14 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.01, 0.99));
   app.add_option("--program", cfg.eval_program, "the evaluation program (.pbtxt)")
       ->capture_default_str();
+  app.add_option("--trace", trace_file,
+                 "stream the run's trace (green threads, why they wait and who woke them, "
+                 "channels, ops, GoMachine nodes, the stages) to this file (default: "
+                 "OUT_DIR/trace.json)");
   app.add_option("--trace-steps", cfg.trace_steps,
-                 "record green-thread and GoMachine node events for this many optimiser steps")
+                 "trace this many optimiser steps, then stop the trace")
       ->capture_default_str();
-  app.add_flag("--no-trace", no_trace, "do not record or write trace.json");
+  app.add_flag("--no-trace", no_trace, "do not record or write a trace");
   bool no_pin = false;
   app.add_flag("--no-pin", no_pin,
                "let the OS place the scheduler's worker threads (default: one CPU each)");
@@ -88,7 +94,12 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   cfg.deadline = std::chrono::milliseconds(static_cast<int64_t>(deadline_s * 1000));
-  cfg.trace = !no_trace;
+  if (!no_trace) {
+    cfg.trace_path =
+        trace_file.empty() ? (std::filesystem::path(out_dir) / "trace.json").string() : trace_file;
+    const std::filesystem::path dir = std::filesystem::path(cfg.trace_path).parent_path();
+    if (!dir.empty()) std::filesystem::create_directories(dir);
+  }
   cfg.pin_workers = !no_pin;
 
   try {

@@ -63,9 +63,6 @@ class TrainStep {
   StepOutput run(const chanflow::Context& ctx, const Params& p, const chanflow::Tensor& x,
                  const chanflow::Tensor& y);
 
-  // The machine's node trace (see GoMachine::set_tracing); call between runs only.
-  void set_tracing(bool on) { machine_->set_tracing(on); }
-  std::string trace_json() const { return machine_->trace_json(); }
   int64_t nodes() const { return graph_.size(); }
 
  private:

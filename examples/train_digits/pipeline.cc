@@ -129,8 +129,8 @@ TrainResult train(const Digits& digits, const Split& split, const TrainConfig& c
   // Destroyed in reverse: machines and executor before the scheduler they run on.
   cf::Scheduler scheduler({.workers = k, .pin_workers = cfg.pin_workers});
   cf::ScopedDefaultScheduler use(scheduler);
-  StageTrace stages(cfg.trace);
-  cf::Executor executor({.scheduler = &scheduler, .trace = cfg.trace});
+  StageTrace stages;
+  cf::Executor executor({.scheduler = &scheduler});
   Evaluator evaluator(cfg.eval_program, executor, digits, split.test, cfg.eval_batch);
   std::vector<std::unique_ptr<TrainStep>> machines;
   for (int w = 0; w < k; ++w)
@@ -141,26 +141,21 @@ TrainResult train(const Digits& digits, const Split& split, const TrainConfig& c
   TrainResult result;
   result.graph_nodes = machines[0]->nodes();
   warm_up(machines, initial, cfg.model, shard_rows);
-  int64_t runtime_origin = 0;
-  std::vector<int64_t> machine_origin(static_cast<std::size_t>(k), 0);
-  if (cfg.trace) {
-    runtime_origin = steady_now_ns();
-    cf::trace::start();
-    cf::WaitGroup marked;  // the runtime trace counts from its first event: this green thread's
-    marked.add(1);
-    cf::go("trace-origin", [&marked] { marked.done(); });
-    marked.wait();
-    for (int w = 0; w < k; ++w) {
-      machines[static_cast<std::size_t>(w)]->set_tracing(true);
-      machine_origin[static_cast<std::size_t>(w)] = steady_now_ns();
-    }
-  }
+  // The trace streams to its file from here on: green threads, channels, the executor's ops, the
+  // GoMachines' nodes and the stages below. It stops after cfg.trace_steps optimiser steps (the
+  // coordinator) or when training ends, whichever is first; either way the file is complete.
+  const bool tracing = !cfg.trace_path.empty();
+  if (tracing) cf::trace::start({.path = cfg.trace_path, .max_events = cfg.trace_max_events});
   struct StopTrace {
     bool on;
     ~StopTrace() {
-      if (on) cf::trace::stop();
+      try {
+        if (on && cf::trace::enabled()) cf::trace::stop();
+      } catch (const cf::Error&) {
+        // Unwinding with another error already: that one is the run's.
+      }
     }
-  } stop_trace{cfg.trace};
+  } stop_trace{tracing};
 
   auto shards = cf::make_chan<Shard>(static_cast<std::size_t>(2 * shards_per_step));
   auto grads = cf::make_chan<Gradient>(static_cast<std::size_t>(k));
@@ -215,7 +210,6 @@ TrainResult train(const Digits& digits, const Split& split, const TrainConfig& c
             cur = store.wait(needed, train_ctx);
             if (!cur) return;
           }
-          if (cfg.trace && sh->step == cfg.trace_steps) machine.set_tracing(false);
           Gradient g{sh->step, sh->index, sh->count, sh->rows, {}};
           {
             auto s = stages.slice(track, "forward+backward step " + std::to_string(sh->step) +
@@ -321,7 +315,7 @@ TrainResult train(const Digits& digits, const Split& split, const TrainConfig& c
       e_rows += rows;
       ParamsPtr next = adam.params(version);
       store.publish(next);
-      if (cfg.trace && version == cfg.trace_steps) cf::trace::stop();
+      if (tracing && version == cfg.trace_steps) cf::trace::stop();
       if (version % steps_per_epoch == 0) {
         const int epoch = static_cast<int>(version / steps_per_epoch);
         EpochMetrics m;
@@ -405,19 +399,9 @@ TrainResult train(const Digits& digits, const Split& split, const TrainConfig& c
       result.train_seconds > 0 ? static_cast<double>(result.samples) / result.train_seconds : 0;
   if (!result.epochs.empty()) result.final_train_loss = result.epochs.back().train_loss;
   result.weights_hash = fnv1a(adam.values());
-  if (cfg.trace) {
-    cf::trace::stop();
-    std::vector<TraceSource> sources;
-    sources.push_back(
-        {cf::trace::to_json(), runtime_origin, 1, "scheduler: green threads on worker OS threads"});
-    sources.push_back({executor.trace_events_json(stages.origin_ns()), stages.origin_ns(), 1,
-                       "executor: eval.pbtxt ops"});
-    for (int w = 0; w < k; ++w) {
-      sources.push_back({machines[static_cast<std::size_t>(w)]->trace_json(),
-                         machine_origin[static_cast<std::size_t>(w)], 10 + w,
-                         "GoMachine of worker " + std::to_string(w) + " (one track per node)"});
-    }
-    result.trace_json = merge_trace(stages, sources);
+  if (tracing) {
+    if (cf::trace::enabled()) cf::trace::stop();
+    result.trace_path = cfg.trace_path;
   }
   return result;
 }

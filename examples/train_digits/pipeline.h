@@ -62,8 +62,11 @@ struct TrainConfig {
   std::chrono::milliseconds deadline{0};  // 0: none
   std::string eval_program;               // path of eval.pbtxt
   int64_t eval_batch = 128;
-  bool trace = false;        // record the Chrome trace (merged_trace in the result)
-  int64_t trace_steps = 16;  // green-thread and GoMachine node events for the first steps
+  // Stream the trace (cf::trace: green threads, channels, ops, GoMachine nodes, the stages) to
+  // this file, for the first trace_steps optimiser steps; empty: no trace.
+  std::string trace_path;
+  int64_t trace_steps = 16;
+  std::size_t trace_max_events = 1'000'000;  // cf::trace::Options::max_events
   std::chrono::milliseconds tick{200};
   std::function<void(const ProgressSnapshot&)> on_tick;        // from the coordinator
   std::function<void(const ProgressSnapshot&)> on_epoch_done;  // after each epoch's eval
@@ -90,7 +93,7 @@ struct TrainResult {
   double samples_per_s = 0;  // samples / train_seconds
   bool deadline_reached = false;
   uint64_t weights_hash = 0;  // FNV-1a of the final weights' bytes (reproducibility)
-  std::string trace_json;     // with config.trace: the merged Chrome trace
+  std::string trace_path;     // the trace file written (config.trace_path), or empty
   int64_t graph_nodes = 0;    // nodes per worker GoMachine (forward + backward)
 };
 

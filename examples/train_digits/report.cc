@@ -73,10 +73,7 @@ OutputPaths write_outputs(const std::string& dir, const TrainConfig& c, const Tr
   out.metrics_json = (base / "metrics.json").string();
   write_file(out.metrics_json, j.dump(2) + "\n");
 
-  if (!r.trace_json.empty()) {
-    out.trace_json = (base / "trace.json").string();
-    write_file(out.trace_json, r.trace_json);
-  }
+  out.trace_json = r.trace_path;  // streamed there by the run itself
   return out;
 }
 

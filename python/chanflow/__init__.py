@@ -15,6 +15,8 @@ The native API (``chanflow._native``, one extension module over the C++ library)
   by Python threads, green threads and running programs;
 - ``Function``, ``get_global_func``, ``register_func``, ``list_global_funcs``,
   ``remove_global_func``: the global function registry shared with C++ and the C ABI;
+- ``trace_start`` / ``trace_stop`` / ``trace_json``: the runtime's trace (green threads, channels,
+  program ops, GoMachine nodes; docs/runtime.md, "Tracing");
 - the error classes, all under ``chanflow.Error``.
 
 ``chanflow.fluid`` offers PaddlePaddle Fluid's API by its names on top of these.
@@ -74,6 +76,9 @@ from chanflow._native import (  # noqa: F401
     tensor,
     to_json,
     to_object,
+    trace_json,
+    trace_start,
+    trace_stop,
     types,
 )
 
@@ -92,6 +97,8 @@ __all__ = [
     "Channel", "SelectCase", "make_chan", "recv_case", "select", "send_case",
     # functions
     "Function", "get_global_func", "list_global_funcs", "register_func", "remove_global_func",
+    # the runtime's trace
+    "trace_json", "trace_start", "trace_stop",
 ]
 
 # The graph op functions, one per entry of the C++ op list: a new op appears here by itself.

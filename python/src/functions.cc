@@ -14,6 +14,7 @@
 
 #include "chanflow/core/function.h"
 #include "chanflow/runtime/functions.h"
+#include "chanflow/runtime/trace.h"
 #include "native.h"
 
 namespace chanflow::python {
@@ -175,6 +176,34 @@ void bind_functions(py::module_& m) {
       py::arg("name"),
       "Removes the function registered under `name`; returns whether there was one. Calls in "
       "progress finish normally.");
+
+  // The runtime's trace (chanflow/runtime/trace.h): green threads, channels, GoMachine nodes.
+  m.def(
+      "trace_start",
+      [](py::handle path, py::handle max_events) {
+        trace::Options o;
+        o.path = path.is_none() ? std::string() : str_arg(path, "trace_start", "path");
+        if (!py::isinstance<py::int_>(max_events) || py::isinstance<py::bool_>(max_events) ||
+            max_events.cast<int64_t>() < 0) {
+          throw py::value_error("trace_start: max_events must be an int >= 0 (0: no bound)");
+        }
+        o.max_events = static_cast<std::size_t>(max_events.cast<int64_t>());
+        trace::start(o);
+      },
+      py::arg("path") = py::none(), py::arg("max_events") = trace::kDefaultMaxEvents,
+      "Starts the runtime's trace: events stream to `path` as Chrome trace JSON (None: kept in "
+      "memory for trace_json()); at most max_events are written, later ones are counted as "
+      "dropped. Stops a trace already on first. docs/runtime.md, 'Tracing', has the format.");
+  m.def(
+      "trace_stop",
+      [] {
+        ReleaseGil nogil;  // waits for the writer thread
+        trace::stop();
+      },
+      "Stops the trace and completes its file (a no-op when off).");
+  m.def(
+      "trace_json", [] { return trace::to_json(); },
+      "The last in-memory trace (trace_start without a path) as a JSON string, once stopped.");
 }
 
 }  // namespace chanflow::python

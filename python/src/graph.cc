@@ -833,21 +833,6 @@ class PyGoMachine {
   }
   bool closed() const { return m_->closed(); }
 
-  void set_tracing(py::handle on) {
-    BusyScope busy(busy_, "GoMachine.set_tracing");
-    m_->set_tracing(bool_arg(on, "GoMachine.set_tracing: on"));
-  }
-  std::string trace_json() {
-    BusyScope busy(busy_, "GoMachine.trace_json");
-    ReleaseGil nogil;  // waits for an abandoned run to drain
-    return m_->trace_json();
-  }
-  void clear_trace() {
-    BusyScope busy(busy_, "GoMachine.clear_trace");
-    ReleaseGil nogil;
-    m_->clear_trace();
-  }
-
   const Graph& graph() const { return graph_; }
   py::object workers() const {
     return sched_ ? py::object(py::int_(sched_->workers())) : py::object(py::none());
@@ -1275,12 +1260,6 @@ void bind_graph(py::module_& m) {
       .def_property_readonly("graph", &PyGoMachine::graph)
       .def_property_readonly("workers", &PyGoMachine::workers,
                              "The worker count given, or None (the shared scheduler).")
-      .def("set_tracing", &PyGoMachine::set_tracing, py::arg("on"),
-           "set_tracing(on) -> None\n\nRecords each node's state transitions in the following "
-           "runs.")
-      .def("trace_json", &PyGoMachine::trace_json,
-           "trace_json() -> str\n\nThe recorded transitions as Chrome trace JSON (Perfetto).")
-      .def("clear_trace", &PyGoMachine::clear_trace, "clear_trace() -> None")
       .def("__enter__", [](py::handle self) { return py::reinterpret_borrow<py::object>(self); })
       .def("__exit__", [](PyGoMachine& self, py::args) { self.close(); });
 

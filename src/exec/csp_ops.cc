@@ -45,7 +45,10 @@ void wait_or_cancel(const Frame& f, SelectCase c) {
 }
 
 void run_channel_create(const PreparedOp& op, Frame& f) {
-  write_out(op, f, 0, make_channel(op.i0, op.i1));
+  Channel ch = make_channel(op.i0, op.i1);
+  // Traces name the channel by its variable (not shared yet: set_name's precondition).
+  if (!op.out_names.empty()) ch.base()->set_name(op.out_names[0]);
+  write_out(op, f, 0, std::move(ch));
 }
 void prep_channel_create(PrepareCtx& c) {
   c.out("Out");

@@ -1,12 +1,12 @@
 // executor.cc — Executor: the program cache, feeds and fetches, structured concurrency (wait for
-// every green thread, first error wins, deadlocks named by op), and the op trace.
+// every green thread, first error wins, deadlocks named by op); op slices go to the
+// runtime's trace (run_block.cc).
 #include "chanflow/exec/executor.h"
 
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
-#include <nlohmann/json.hpp>
 #include <string_view>
 
 #include "chanflow/core/check.h"
@@ -17,7 +17,6 @@
 
 namespace chanflow {
 
-using exec_detail::OpTrace;
 using exec_detail::PreparedProgram;
 using exec_detail::RunState;
 
@@ -34,10 +33,6 @@ int64_t half_physical_memory() {
 }  // namespace
 
 Executor::Executor(ExecutorOptions options) : options_(options) {
-  if (options_.max_trace_events < 0) {
-    CHANFLOW_THROW(Error) << "ExecutorOptions::max_trace_events is " << options_.max_trace_events
-                          << ": it must be 0 (unlimited) or a positive number of events";
-  }
   if (options_.max_threads < 0) {
     CHANFLOW_THROW(Error) << "ExecutorOptions: max_threads must be >= 0 (0: unlimited), got "
                           << options_.max_threads;
@@ -51,7 +46,6 @@ Executor::Executor(ExecutorOptions options) : options_(options) {
   if (options_.workers > 0) {
     own_scheduler_ = std::make_unique<Scheduler>(SchedulerOptions{.workers = options_.workers});
   }
-  if (options_.trace) trace_ = std::make_unique<OpTrace>(options_.max_trace_events);
 }
 
 Executor::~Executor() = default;
@@ -165,7 +159,7 @@ Scope Executor::run_impl(const Context& ctx, const Program& program,
           << "canceled: the run's context was canceled before the run started";
     }
   }
-  auto rs = std::make_shared<RunState>(prog, &scheduler(), trace_.get(), ctx);
+  auto rs = std::make_shared<RunState>(prog, &scheduler(), ctx);
   rs->max_threads = options_.max_threads;
   if (options_.max_memory_bytes > 0) {
     rs->budget = std::make_unique<MemoryBudget>(options_.max_memory_bytes, "max_memory_bytes",
@@ -258,61 +252,6 @@ std::map<std::string, Tensor> Executor::run(const Context& ctx, const Program& p
     out[name] = downcast<Tensor>(*v);
   }
   return out;
-}
-
-namespace {
-
-// The op events are rendered straight to text, not as a JSON tree (about 2 KB an event), as the
-// runtime's trace is: a trace at its bound is written in a fraction of a second.
-void append_string(std::string& out, std::string_view s) {
-  out += nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
-template <class... A>
-void append_format(std::string& out, const char* format, A... args) {
-  char buf[192];
-  const int n = std::snprintf(buf, sizeof(buf), format, args...);
-  out.append(buf, static_cast<size_t>(std::min<int>(n, sizeof(buf) - 1)));
-}
-
-}  // namespace
-
-std::string Executor::trace_events_json(int64_t origin_ns) const {
-  if (!trace_) return "[]";
-  auto us = [origin_ns](int64_t ns) { return static_cast<double>(ns - origin_ns) / 1000.0; };
-  os::LockGuard lock(trace_->mu);
-  std::string out = "[";
-  for (const auto& [id, name] : trace_->names) {
-    append_format(out, R"({"name":"thread_name","ph":"M","pid":2,"tid":%lld,"args":{"name":)",
-                  static_cast<long long>(id));
-    append_string(out, name);
-    out += "}},";
-  }
-  out += R"({"name":"process_name","ph":"M","pid":2,"tid":0,"args":{"name":"chanflow ops"}})";
-  for (const exec_detail::OpEvent& e : trace_->events) {
-    out += ",{\"name\":";
-    append_string(out, *e.type);
-    append_format(out,
-                  R"(,"cat":"op","ph":"X","pid":2,"tid":%lld,"ts":%.3f,"dur":%.3f,)"
-                  R"("args":{"block":%d,"op":%d}})",
-                  static_cast<long long>(e.thread), us(e.begin_ns), us(e.end_ns) - us(e.begin_ns),
-                  e.block, e.op);
-  }
-  // Where the op events stop, when max_trace_events cut them short: a mark a viewer shows.
-  if (const int64_t dropped = trace_->dropped.load(std::memory_order_relaxed); dropped > 0) {
-    const int64_t at = trace_->events.empty() ? origin_ns : trace_->events.back().end_ns;
-    append_format(out,
-                  R"(,{"name":"trace limit: %lld op events dropped","ph":"i","s":"g","pid":2,)"
-                  R"("tid":0,"ts":%.3f,"args":{"dropped_events":%lld,"max_trace_events":%lld}})",
-                  static_cast<long long>(dropped), us(at), static_cast<long long>(dropped),
-                  static_cast<long long>(trace_->max_events));
-  }
-  out += ']';
-  return out;
-}
-
-int64_t Executor::trace_events_dropped() const {
-  return trace_ ? trace_->dropped.load(std::memory_order_relaxed) : 0;
 }
 
 }  // namespace chanflow

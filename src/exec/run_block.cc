@@ -1,5 +1,7 @@
 // run_block.cc — the dispatch loop, error positioning, the run's shared state, and the small
 // helpers kernels share.
+#include <algorithm>
+#include <cstdio>
 #include <exception>
 #include <sstream>
 
@@ -64,7 +66,7 @@ void run_block(RunState& rs, int32_t b, ScopeObj* scope, ThreadRecord* thread) {
     // Cancellation (an error elsewhere, the caller's context) is polled before every op, so a
     // loop that never blocks stops too. Relaxed: the flag carries no data (fail reads the error
     // under locks).
-    if (rs.trace == nullptr) {
+    if (!trace::enabled()) {
       for (; op != end; ++op) {
         thread->op.store(op, std::memory_order_relaxed);
         if (rs.canceled.load(std::memory_order_relaxed)) throw_if_canceled(rs);
@@ -74,9 +76,9 @@ void run_block(RunState& rs, int32_t b, ScopeObj* scope, ThreadRecord* thread) {
       for (; op != end; ++op) {
         thread->op.store(op, std::memory_order_relaxed);
         throw_if_canceled(rs);
-        const int64_t t0 = trace_now_ns();
+        const int64_t t0 = trace::now_ns();
         op->run(*op, f);
-        rs.record_op(*thread, *op, t0, trace_now_ns());
+        RunState::record_op(*thread, *op, t0, trace::now_ns());
       }
     }
   } catch (const std::exception&) {
@@ -120,20 +122,15 @@ void RunState::fail(const std::exception_ptr& e) {
 }
 
 ThreadRecord* RunState::add_thread(std::string name) {
-  static std::atomic<int64_t> next_id{1};
   os::LockGuard lock(mu);
   threads.emplace_back();
   ThreadRecord* t = &threads.back();
   t->self = std::prev(threads.end());
   t->name = std::move(name);
-  t->trace_id = next_id.fetch_add(1, std::memory_order_relaxed);
   return t;
 }
 
 void RunState::remove_thread(ThreadRecord* t) {
-  if (trace != nullptr && t->trace_dropped != 0) {
-    trace->dropped.fetch_add(t->trace_dropped, std::memory_order_relaxed);
-  }
   os::LockGuard lock(mu);
   threads.erase(t->self);
 }
@@ -161,28 +158,30 @@ std::string RunState::describe_locked() {
   return os.str();
 }
 
+namespace {
+// Executor lanes registered so far, and the most there may be: the track registry lives as long
+// as the process, so a traced program that starts a million green threads shares one overflow
+// lane past this many.
+constexpr int64_t kMaxOpLanes = 4096;
+std::atomic<int64_t> g_op_lanes{0};
+}  // namespace
+
 void RunState::record_op(ThreadRecord& thread, const PreparedOp& op, int64_t t0, int64_t t1) {
-  if (trace->full.load(std::memory_order_relaxed)) {
-    ++thread.trace_dropped;
-    return;
+  if (thread.trace_track.tid == 0) {
+    static const uint32_t kPid = trace::process("executor");
+    if (g_op_lanes.fetch_add(1, std::memory_order_relaxed) < kMaxOpLanes) {
+      thread.trace_track = trace::thread(kPid, thread.name);
+    } else {
+      static const trace::Track kOverflow = trace::thread(kPid, "more threads");
+      thread.trace_track = kOverflow;
+    }
   }
-  os::LockGuard lock(trace->mu);
-  const auto need = static_cast<int64_t>(thread.trace_named ? 1 : 2);  // its name, once
-  if (trace->max_events > 0 &&
-      static_cast<int64_t>(trace->events.size() + trace->names.size()) + need > trace->max_events) {
-    trace->full.store(true, std::memory_order_relaxed);
-    ++thread.trace_dropped;
-    return;
-  }
-  if (!thread.trace_named) {
-    trace->names.emplace_back(thread.trace_id, thread.name);
-    thread.trace_named = true;
-  }
-  if (!trace_kept_program) {
-    trace->keep.push_back(prog_owner);
-    trace_kept_program = true;
-  }
-  trace->events.push_back(OpEvent{thread.trace_id, op.block, op.index, &op.type, t0, t1});
+  char args[160];
+  const int n =
+      std::snprintf(args, sizeof(args), R"({"g":%llu,"block":%d,"op":%d})",
+                    static_cast<unsigned long long>(current_green_thread_id()), op.block, op.index);
+  trace::slice(thread.trace_track, "op", op.type, t0, t1,
+               std::string_view(args, static_cast<size_t>(std::max(n, 0))));
 }
 
 // ---- helpers shared by kernels ------------------------------------------------------------

@@ -1,9 +1,8 @@
 // run_state.h — the shared state of one Executor::run: its green threads, first error,
-// cancellation and op trace (private to the exec layer).
+// cancellation and op slices (private to the exec layer).
 #pragma once
 
 #include <atomic>
-#include <chrono>
 #include <cstdint>
 #include <exception>
 #include <list>
@@ -15,6 +14,7 @@
 #include "chanflow/runtime/context.h"
 #include "chanflow/runtime/group.h"
 #include "chanflow/runtime/scheduler.h"
+#include "chanflow/runtime/trace.h"
 #include "chanflow/tensor/memory_budget.h"
 #include "prepared.h"
 
@@ -24,55 +24,25 @@ namespace chanflow::exec_detail {
 // and cancellation reports and traces.
 struct ThreadRecord {
   std::string name;
-  int64_t trace_id = 0;
   std::atomic<const PreparedOp*> op{nullptr};
   std::list<ThreadRecord>::iterator self;  // its place in RunState::threads (O(1) removal)
-  // Touched by this thread only (while tracing): whether its name is in the trace, and how many
-  // of its op events the trace had no room for (added to OpTrace::dropped when it ends).
-  bool trace_named = false;
-  int64_t trace_dropped = 0;
-};
-
-struct OpEvent {
-  int64_t thread;
-  int32_t block, op;
-  const std::string* type;
-  int64_t begin_ns, end_ns;
-};
-
-// The op events an Executor keeps for trace_events_json(), over all its runs, bounded by
-// ExecutorOptions::max_trace_events: the events and the thread names they need count, and past
-// the bound an event is only counted (in `dropped`), never stored, so a traced run that never
-// ends holds a fixed amount of memory. Thread-safe: RunState::record_op adds to it.
-struct OpTrace {
-  explicit OpTrace(int64_t max) : max_events(max) {}
-
-  const int64_t max_events;  // 0: unbounded
-  // Set once the bound is reached, so later events are counted without the lock. Relaxed: a
-  // recorder that reads false takes mu and checks the bound again.
-  std::atomic<bool> full{false};
-  std::atomic<int64_t> dropped{0};  // relaxed: a count read after the runs it counts
-  os::Mutex mu;
-  std::vector<OpEvent> events CHANFLOW_GUARDED_BY(mu);
-  std::vector<std::pair<int64_t, std::string>> names CHANFLOW_GUARDED_BY(mu);
-  // The programs of the runs with events here: events point at their op type strings.
-  std::vector<std::shared_ptr<const PreparedProgram>> keep CHANFLOW_GUARDED_BY(mu);
+  // Its lane in the trace's "executor" process, registered at its first traced op (tid 0: not
+  // yet). Touched by this thread only.
+  trace::Track trace_track;
 };
 
 // The run's green threads are a Group on the executor's scheduler whose error handler is fail():
 // the group counts them, lets teardown unwind them and waits for them by parking; the run
 // chooses which error is its own.
 struct RunState : std::enable_shared_from_this<RunState> {
-  // A run of `p` on `s`, canceled when `parent` is; `trace` is null when not tracing.
-  RunState(std::shared_ptr<const PreparedProgram> p, Scheduler* s, OpTrace* op_trace,
-           const Context& parent)
+  // A run of `p` on `s`, canceled when `parent` is.
+  RunState(std::shared_ptr<const PreparedProgram> p, Scheduler* s, const Context& parent)
       : prog(p.get()),
         prog_owner(std::move(p)),
         sched(s),
         group(*s, parent, [this](const std::exception_ptr& e) { fail(e); }),
         ctx(group.context()),
-        canceled(detail::context_done_flag(ctx)),
-        trace(op_trace) {}
+        canceled(detail::context_done_flag(ctx)) {}
 
   const PreparedProgram* prog;
   std::shared_ptr<const PreparedProgram> prog_owner;
@@ -86,8 +56,6 @@ struct RunState : std::enable_shared_from_this<RunState> {
   // polls `canceled`.
   Context ctx;
   const std::atomic<bool>& canceled;
-  OpTrace* trace;
-  bool trace_kept_program CHANFLOW_GUARDED_BY(trace->mu) = false;  // prog_owner is in trace->keep
   std::atomic<int64_t> go_count{0};
   // Limits (ExecutorOptions): max_threads 0 is unlimited; budget is null when max_memory_bytes
   // is unlimited. live_go counts the run's go green threads started and not yet ended.
@@ -110,19 +78,12 @@ struct RunState : std::enable_shared_from_this<RunState> {
   void remove_thread(ThreadRecord* t);
   // "block 0, op 5 ('channel_recv') on the calling thread; ..." for every live thread.
   std::string describe_waiting();
-  // Keeps the event of `op`, run by `thread` from t0 to t1, in `trace` (not null), or counts it
-  // as dropped.
-  void record_op(ThreadRecord& thread, const PreparedOp& op, int64_t t0, int64_t t1);
+  // Records `op`, run by `thread` from t0 to t1 (trace::now_ns), as an op slice in the trace.
+  static void record_op(ThreadRecord& thread, const PreparedOp& op, int64_t t0, int64_t t1);
 
  private:
   std::string describe_locked() CHANFLOW_REQUIRES(mu);
 };
-
-inline int64_t trace_now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 // Runs block `b` in `scope` on the calling thread. Throws ProgramError positioned at the failing
 // op (errors of nested blocks keep their own position), CanceledError when the run was canceled,

@@ -47,9 +47,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
-#include <fstream>
-#include <nlohmann/json.hpp>
 #include <span>
 
 #include "chanflow/core/locks.h"
@@ -57,6 +54,7 @@
 #include "chanflow/runtime/chan.h"
 #include "chanflow/runtime/scheduler.h"
 #include "chanflow/runtime/select.h"
+#include "chanflow/runtime/trace.h"
 #include "chanflow/runtime/wait_group.h"
 #include "chanflow/runtime/work_sharing.h"
 #include "machine_common.h"
@@ -64,20 +62,6 @@
 namespace chanflow {
 namespace detail {
 namespace {
-
-enum class TraceState : uint8_t { kWaiting, kComputing, kEmitting, kEnd };
-
-struct TraceEvent {
-  uint64_t seq;
-  TraceState state;
-  int64_t ns;
-};
-
-int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 struct NodeState;
 
@@ -93,7 +77,6 @@ struct Pending {
   std::span<Tensor> args;
   std::atomic<uint32_t> got{0};
   std::atomic<bool> cancelled{false};  // some operand's producer skipped its op
-  std::atomic<int64_t> first_ns{0};    // tracing: when the first operand arrived
 };
 
 // A node of the machine. The spans point into per-machine arenas laid out in node order
@@ -104,8 +87,11 @@ struct NodeState {
   uint32_t expected = 1;       // arrivals per run: operand count, or 1 (the kick) for sources
   Pending* pending = nullptr;  // per slot
   std::span<Tensor> out;       // per slot: the node's value in that slot's latest run
-  os::SpinLock trace_mu;       // two slots' runs may record at once
-  std::vector<TraceEvent> trace CHANFLOW_GUARDED_BY(trace_mu);
+  // Tracing: the node's lane and the start of its slices' args ({"node":N,"inputs":[...],...),
+  // set by the machine's owner before the first traced run hands the node to a runner.
+  trace::Track trace_track;
+  std::string trace_label;  // its name, or "<op>#<id>"
+  std::string trace_args;
 };
 
 // Per slot: one run (or stream item) in flight.
@@ -165,11 +151,10 @@ struct GoMachineImpl {
   std::atomic<int> tickets{0};  // tickets spawned and not started yet
   std::atomic<bool> busy{false};
   std::atomic<bool> closed{false};
-  bool tracing = false;
   int64_t last_slot = -1;  // slot holding the latest completed run's values
   uint64_t next_seq = 0;
-  int64_t trace_origin = 0;
-  uint32_t outstanding = 0;  // runs begun whose completion has not been received from `done`
+  bool trace_tracks = false;  // the nodes' lanes are registered (trace_args too)
+  uint32_t outstanding = 0;   // runs begun whose completion has not been received from `done`
 
   static constexpr uint32_t kNoInput = 0xFFFFFFFFu;
 
@@ -184,6 +169,8 @@ struct GoMachineImpl {
   void finish_nodes(uint32_t slot, int64_t count);
   void fail(RunState& r, const NodeData& n, std::exception_ptr e);
   std::vector<Ready> begin(uint32_t slot, const Context& ctx, const std::vector<Tensor>& inputs);
+  // Registers a trace lane per node ("gomachine" process) and their slices' args. Owner only.
+  void register_trace_tracks();
   std::optional<uint32_t> wait_one(const Chan<Unit>& stop);
   void abandon();
   void drain();
@@ -403,7 +390,7 @@ void GoMachineImpl::process(Runner& self, NodeState* n, uint32_t slot) {
   Pending& p = n->pending[slot];
   const NodeData& d = *n->data;
   // State "waiting for input" ended with the last operand's arrival; state "computing".
-  const int64_t computing_ns = r.trace ? now_ns() : 0;
+  const int64_t computing_ns = r.trace ? trace::now_ns() : 0;
   const bool operand_cancelled = p.cancelled.load(std::memory_order_relaxed);
   Tensor value;
   bool skipped = true;
@@ -435,22 +422,16 @@ void GoMachineImpl::process(Runner& self, NodeState* n, uint32_t slot) {
   }
   n->out[slot] = value;
   for (Tensor& a : p.args) a = Tensor();
-  const int64_t waiting_ns = r.trace ? p.first_ns.exchange(0, std::memory_order_relaxed) : 0;
   p.cancelled.store(false, std::memory_order_relaxed);
   p.got.store(0, std::memory_order_relaxed);
   // State "emitting output": publish to every subscriber. The value is shared (a reference count
   // per edge, no copy); the last edge takes ours. The arrival that completes a subscriber's
   // operands makes it ours to run (release/acquire on `got` orders every producer's write to the
   // operands before the run).
-  const int64_t emitting_ns = r.trace ? now_ns() : 0;
   const std::size_t nsubs = n->subscribers.size();
   for (std::size_t i = 0; i < nsubs; ++i) {
     const Edge& e = n->subscribers[i];
     Pending& q = e.to->pending[slot];
-    if (r.trace) {
-      int64_t zero = 0;
-      q.first_ns.compare_exchange_strong(zero, now_ns(), std::memory_order_relaxed);
-    }
     if (skipped) {
       q.cancelled.store(true, std::memory_order_relaxed);
     } else if (i + 1 < nsubs) {
@@ -463,15 +444,28 @@ void GoMachineImpl::process(Runner& self, NodeState* n, uint32_t slot) {
       self.ready.push_back({e.to, slot});
     }
   }
-  // State "end".
+  // State "end": the node's slice covers computing and emitting.
   if (r.trace) {
-    const int64_t end_ns = now_ns();
-    os::LockGuard lock(n->trace_mu);
-    n->trace.push_back({r.seq, TraceState::kWaiting, waiting_ns != 0 ? waiting_ns : computing_ns});
-    n->trace.push_back({r.seq, TraceState::kComputing, computing_ns});
-    n->trace.push_back({r.seq, TraceState::kEmitting, emitting_ns});
-    n->trace.push_back({r.seq, TraceState::kEnd, end_ns});
+    const std::string slice_args = n->trace_args + ",\"run\":" + std::to_string(r.seq) +
+                                   (skipped ? ",\"skipped\":true}" : "}");
+    trace::slice(n->trace_track, "node", n->trace_label, computing_ns, trace::now_ns(), slice_args);
   }
+}
+
+void GoMachineImpl::register_trace_tracks() {
+  static const uint32_t kPid = trace::process("gomachine");
+  for (NodeState& n : node_span()) {
+    const NodeData& d = *n.data;
+    n.trace_label = d.name.empty() ? op_kind_name(d.op) + ("#" + std::to_string(d.id)) : d.name;
+    n.trace_track = trace::thread(kPid, n.trace_label + " (" + op_kind_name(d.op) + ")");
+    std::string a =
+        "{\"node\":" + std::to_string(d.id) + ",\"op\":\"" + op_kind_name(d.op) + "\",\"inputs\":[";
+    for (std::size_t i = 0; i < d.operands.size(); ++i) {
+      a += (i == 0 ? "" : ",") + std::to_string(d.operands[i]);
+    }
+    n.trace_args = a + "]";
+  }
+  trace_tracks = true;
 }
 
 std::vector<Ready> GoMachineImpl::begin(uint32_t slot, const Context& ctx,
@@ -480,7 +474,8 @@ std::vector<Ready> GoMachineImpl::begin(uint32_t slot, const Context& ctx,
   r.ctx = with_cancel(ctx);
   r.ctx_done = r.ctx.done();
   r.seq = next_seq++;
-  r.trace = tracing;
+  r.trace = trace::enabled();
+  if (r.trace && !trace_tracks) register_trace_tracks();
   r.failures_between_runs().clear();
   r.aborted.store(false, std::memory_order_relaxed);
   r.cancelled.store(false, std::memory_order_relaxed);
@@ -490,13 +485,11 @@ std::vector<Ready> GoMachineImpl::begin(uint32_t slot, const Context& ctx,
   // (the caller's spawn publishes these writes to it).
   std::vector<Ready> work;
   work.reserve(sources.size());
-  const int64_t kick_ns = r.trace ? now_ns() : 0;
   for (std::size_t k = 0; k < sources.size(); ++k) {
     NodeState* s = sources[k];
     const uint32_t in = source_input[k];
     Pending& p = s->pending[slot];
     p.args[0] = in == kNoInput ? s->data->value : inputs[in];
-    p.first_ns.store(kick_ns, std::memory_order_relaxed);
     p.got.store(1, std::memory_order_relaxed);
     work.push_back({s, slot});
   }
@@ -790,76 +783,5 @@ void GoMachine::close() {
 }
 
 bool GoMachine::closed() const noexcept { return impl_->closed.load(std::memory_order_acquire); }
-
-void GoMachine::set_tracing(bool on) {
-  impl_->tracing = on;
-  if (on && impl_->trace_origin == 0) impl_->trace_origin = detail::now_ns();
-}
-
-void GoMachine::clear_trace() {
-  impl_->drain();  // an abandoned run's nodes may still be recording
-  for (detail::NodeState& n : impl_->node_span()) {
-    os::LockGuard lock(n.trace_mu);  // uncontended: drained
-    n.trace.clear();
-  }
-}
-
-std::string GoMachine::trace_json() const {
-  impl_->drain();  // an abandoned run's nodes may still be recording
-  const detail::GoMachineImpl& m = *impl_;
-  nlohmann::json events = nlohmann::json::array();
-  events.push_back({{"name", "process_name"},
-                    {"ph", "M"},
-                    {"pid", 1},
-                    {"tid", 0},
-                    {"args", {{"name", "chanflow GoMachine"}}}});
-  static const char* kNames[] = {"waiting for input", "computing", "emitting output", "end"};
-  for (detail::NodeState& n : m.node_span()) {
-    os::LockGuard lock(n.trace_mu);  // uncontended: drained
-    const int64_t tid = n.data->id + 1;
-    events.push_back({{"name", "thread_name"},
-                      {"ph", "M"},
-                      {"pid", 1},
-                      {"tid", tid},
-                      {"args", {{"name", n.data->name + " (" + op_kind_name(n.data->op) + ")"}}}});
-    events.push_back({{"name", "thread_sort_index"},
-                      {"ph", "M"},
-                      {"pid", 1},
-                      {"tid", tid},
-                      {"args", {{"sort_index", tid}}}});
-    for (std::size_t i = 0; i < n.trace.size(); ++i) {
-      const detail::TraceEvent& e = n.trace[i];
-      const double ts = static_cast<double>(e.ns - m.trace_origin) / 1000.0;
-      if (e.state == detail::TraceState::kEnd) {
-        events.push_back({{"name", kNames[3]},
-                          {"ph", "i"},
-                          {"s", "t"},
-                          {"pid", 1},
-                          {"tid", tid},
-                          {"ts", ts},
-                          {"args", {{"run", e.seq}}}});
-        continue;
-      }
-      const bool has_next = i + 1 < n.trace.size() && n.trace[i + 1].seq == e.seq;
-      const double dur = has_next ? static_cast<double>(n.trace[i + 1].ns - e.ns) / 1000.0 : 0.0;
-      events.push_back({{"name", kNames[static_cast<int>(e.state)]},
-                        {"ph", "X"},
-                        {"pid", 1},
-                        {"tid", tid},
-                        {"ts", ts},
-                        {"dur", dur},
-                        {"args", {{"run", e.seq}, {"op", op_kind_name(n.data->op)}}}});
-    }
-  }
-  nlohmann::json doc = {{"traceEvents", events}, {"displayTimeUnit", "ns"}};
-  return doc.dump();
-}
-
-void GoMachine::write_trace(const std::string& path) const {
-  std::ofstream f(path);
-  if (!f) CHANFLOW_THROW(Error) << "write_trace: cannot open '" << path << "'";
-  f << trace_json();
-  if (!f) CHANFLOW_THROW(Error) << "write_trace: failed writing '" << path << "'";
-}
 
 }  // namespace chanflow

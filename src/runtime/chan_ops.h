@@ -7,6 +7,7 @@
 #include "chanflow/core/check.h"
 #include "chanflow/core/thread_annotations.h"
 #include "chanflow/runtime/detail/chan_base.h"
+#include "trace_impl.h"
 
 namespace chanflow::detail {
 
@@ -81,6 +82,7 @@ struct ChanAlgo {
     c->head_ = (c->head_ + 1) % c->slots_;
     // release: the lock-free readiness checks rely on it (chan_base.h).
     c->count_.store(c->count_.load(std::memory_order_relaxed) - 1, std::memory_order_release);
+    if (trace_on()) trace_chan_counter(c);
   }
 
   // Appends elem to the buffer; count_ < cap_.
@@ -90,6 +92,7 @@ struct ChanAlgo {
       c->grow();
     c->ops_->construct(c->slot(n), elem);
     c->count_.store(n + 1, std::memory_order_release);  // see take_head
+    if (trace_on()) trace_chan_counter(c);
   }
 
   // A receiver meets a parked sender. Unbuffered: take its value directly. Buffered (then full):

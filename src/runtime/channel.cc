@@ -5,10 +5,13 @@
 
 namespace chanflow {
 
-ChannelObj::ChannelObj(std::size_t capacity, std::string elem_type_key, ElemCheck check)
+ChannelObj::ChannelObj(std::size_t capacity, std::string elem_type_key, ElemCheck check,
+                       std::string name)
     : base_(capacity, &detail::ElemOpsOf<ObjectRef>::kOps),
       elem_type_(std::move(elem_type_key)),
-      check_(check) {}
+      check_(check) {
+  base_.set_name(std::move(name));
+}
 
 void ChannelObj::check_elem(const ObjectRef& v) const {
   if (check_ == nullptr || !v.defined()) return;

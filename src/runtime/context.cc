@@ -60,7 +60,8 @@ std::exception_ptr canceled_error() {
 std::shared_ptr<ContextImpl> make_child(const Context& parent,
                                         std::optional<Clock::time_point> deadline) {
   auto impl = std::make_shared<ContextImpl>();
-  impl->done = make_chan<Unit>(0);
+  impl->done = make_chan<Unit>(0, "context");
+  impl->done.base()->set_context_done();
   impl->parent = parent.impl();
   impl->deadline = deadline;
   std::exception_ptr parent_err;

@@ -17,6 +17,7 @@
 #include "chanflow/runtime/external_waiter.h"
 #include "scheduler_impl.h"
 #include "timer.h"
+#include "trace_impl.h"
 
 namespace chanflow::detail {
 
@@ -123,8 +124,8 @@ DeadlockState condition_locked() CHANFLOW_REQUIRES(g_mu) {
   const long threads = process_threads();
   Snapshot after;
   if (!take_quiet_snapshot(after) || after != before) return DeadlockState::kNo;
-  const long known =
-      g_baseline_others + g_total_workers + timer_threads() + g_external_waiters + after.asleep;
+  const long known = g_baseline_others + g_total_workers + timer_threads() + trace_threads() +
+                     g_external_waiters + after.asleep;
   if (threads < 0 || threads > known) return DeadlockState::kForeignThreads;
   return DeadlockState::kYes;
 }

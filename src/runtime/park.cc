@@ -8,6 +8,7 @@
 #include "deadlock.h"
 #include "futex.h"
 #include "scheduler_impl.h"
+#include "trace_impl.h"
 
 namespace chanflow::detail {
 
@@ -112,6 +113,7 @@ uint32_t park(Parker* p, void (*unlock)(void*), void* arg) {
 
 void unpark(Parker* p) noexcept {
   if (Task* t = p->task) {
+    if (trace_on()) trace_wake(p);
     t->sched->ready(t, false);
     return;
   }

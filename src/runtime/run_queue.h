@@ -47,6 +47,15 @@ class RunQueue {
     return static_cast<int32_t>(b - t) <= 0;
   }
 
+  // Any thread: how many tasks it holds, a snapshot that may be stale (the trace's run-queue
+  // counter). Relaxed: a count, read for display only.
+  uint32_t size_approx() const noexcept {
+    const uint32_t t = top_.load(std::memory_order_relaxed);
+    const uint32_t b = bottom_.load(std::memory_order_relaxed);
+    const auto n = static_cast<int32_t>(b - t);
+    return n > 0 ? static_cast<uint32_t>(n) : 0;
+  }
+
   // Owner only: how many pushes would succeed now (thieves may only make it more).
   uint32_t free_slots() const noexcept {
     const uint32_t b = bottom_.load(std::memory_order_relaxed);

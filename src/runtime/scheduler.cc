@@ -212,7 +212,7 @@ __attribute__((noinline)) Task* current_task() noexcept {
 void switch_out(Task* t) noexcept {
   Worker* w = t->worker;
   check_canary(t);
-  trace_record(TraceKind::kPark, t, w->index);
+  if (trace_on()) trace_run_end(w, t, w->after_is_park ? RunEnd::kPark : RunEnd::kYield);
   leave_task(t, take_hand_off(w, t));
 }
 
@@ -320,7 +320,7 @@ void SchedulerImpl::begin_run(Worker* w, Task* t) noexcept {
   w->dispatches.store(w->dispatches.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   w->current = t;
   t->worker = w;
-  trace_record(TraceKind::kResume, t, w->index);
+  if (trace_on()) trace_run_begin(w, t);
 }
 
 void SchedulerImpl::run_task(Worker* w, Task* t) {
@@ -383,7 +383,7 @@ Task* SchedulerImpl::take_runnext(Worker* w) noexcept {
 }
 
 void SchedulerImpl::task_finished(Worker* w, Task* t) {
-  trace_record(TraceKind::kExit, t, w->index);
+  if (trace_on()) trace_run_end(w, t, RunEnd::kExit);
   tsan_fiber_release(t->tsan_fiber);  // after the switch back: no green thread runs on it
   StackSlot slot = t->slot;
   slot.owner->store(nullptr, std::memory_order_relaxed);
@@ -790,7 +790,7 @@ void spawn_commit(Task* t, void (*run)(void*), void (*destroy)(void*), bool for_
   // The fiber may have served another green thread before: always rename it.
   san::tsan_set_name(t->tsan_fiber, display_name(t).c_str());
 #endif
-  trace_record(TraceKind::kStart, t, -1);
+  if (trace_on()) trace_go(t, here != nullptr ? here->current : nullptr);
   if (for_others && here != nullptr && here->current != nullptr && s->nworkers > 1) {
     // Scheduler::go_for_others: the tail of the local ring, where a thief takes it at once, not
     // runnext, which thieves leave to this (busy) worker for kRunnextGraceNs.
@@ -861,6 +861,11 @@ void yield() {
 }
 
 bool in_green_thread() noexcept { return detail::current_task() != nullptr; }
+
+uint64_t current_green_thread_id() noexcept {
+  const detail::Task* t = detail::current_task();
+  return t != nullptr ? t->id : 0;
+}
 
 std::string current_green_thread_name() {
   detail::Task* t = detail::current_task();

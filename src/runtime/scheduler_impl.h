@@ -10,6 +10,7 @@
 #include "chanflow/core/cache_line.h"
 #include "chanflow/core/spinlock.h"
 #include "chanflow/runtime/scheduler.h"
+#include "chanflow/runtime/trace.h"
 #include "global_queue.h"
 #include "run_queue.h"
 #include "stack_pool.h"
@@ -75,6 +76,10 @@ struct Worker {
   uint64_t id_next = 0;
   uint64_t id_end = 0;
   StackPool::Cache stacks;
+  // Tracing (owner-only): this worker's lane (registered on its first traced run) and the
+  // run-queue length it last recorded.
+  trace::Track trace_track;
+  int64_t trace_last_runnable = -1;
   TaskCounts counts;
 };
 

@@ -1,5 +1,6 @@
 // timer.cc — the timer heap and its thread; sleep_for and after().
 #include "timer.h"
+#include "trace_impl.h"
 
 #include <mutex>
 #include <thread>
@@ -72,6 +73,7 @@ class TimerService {
 
  private:
   void loop() CHANFLOW_EXCLUDES(lock_) {
+    trace_set_timer_thread();
     for (;;) {
       Clock::time_point next = Clock::time_point::max();
       lock_.lock();

@@ -1,70 +1,266 @@
-// trace.cc — green-thread events in per-thread buffers, rendered as Chrome trace JSON.
+// trace.cc — the trace: binary events in per-thread buffers, a writer thread that renders them as
+// Chrome trace JSON into the file as they come, and the runtime's own events (run slices with
+// park reasons, wake flows, creation, channel and run-queue counters).
 #include "chanflow/runtime/trace.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
-#include <map>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <set>
-#include <string_view>
+#include <thread>
 #include <vector>
 
 #include "chanflow/core/error.h"
 #include "chanflow/core/locks.h"
 #include "chanflow/core/spinlock.h"
+#include "chanflow/runtime/detail/chan_base.h"
+#include "scheduler_impl.h"
 #include "task.h"
 #include "trace_impl.h"
 
 namespace chanflow::detail {
 
-std::atomic<bool> g_trace_enabled{false};
+// Read on every scheduling step, written only by start() and stop(); cache-line aligned so that
+// it does not share the first line of its neighbours in this file.
+alignas(64) std::atomic<bool> g_trace_enabled{false};
 
 namespace {
 
-struct Event {
-  int64_t ts_ns;
-  uint64_t task;
-  int32_t worker;
-  TraceKind kind;
+// ---- records ---------------------------------------------------------------------------------
+
+// What a record renders as. The generic kinds carry their strings (cat, name, args); the
+// runtime's kinds carry numbers and the few names they need, rendered by the writer.
+enum class Kind : uint8_t {
+  kSlice,      // s: cat, name, args; n0 dur
+  kInstant,    // s: cat, name, args; sub scope char
+  kCounter,    // s: cat, name, args
+  kFlowBegin,  // s: cat, name, args; n0 id
+  kFlowEnd,    // s: cat, name; n0 id
+  kRun,        // s: gname, wait obj, case kinds, case objs...; n0 dur, n1 g; sub end, sub2 wait
+  kWake,       // s: obj; n0 id, n1 g, n2 by_g; sub by
+  kGo,         // s: gname; n1 g, n2 parent
+  kChan,       // s: chan label; n0 len, n1 cap
+  kRunQueue,   // n0 runnable
 };
 
-struct ThreadBuffer {
-  os::SpinLock lock;  // uncontended except while a reader renders
-  std::vector<Event> events CHANFLOW_GUARDED_BY(lock);
-  std::vector<std::pair<uint64_t, std::string>> names CHANFLOW_GUARDED_BY(lock);
-  // Events this thread may still keep (reserved from g_reserved), whether the recording's bound
-  // is used up, and the events it did not keep.
-  std::size_t budget CHANFLOW_GUARDED_BY(lock) = 0;
-  bool exhausted CHANFLOW_GUARDED_BY(lock) = false;
-  std::size_t dropped CHANFLOW_GUARDED_BY(lock) = 0;
+// What a parked green thread waits on, and what woke one (the file's "kind" and "by" strings).
+enum class WaitKind : uint8_t {
+  kChanSend,
+  kChanRecv,
+  kSelect,
+  kMutex,
+  kWaitGroup,
+  kTimer,
+  kContext,
+  kOther
+};
+constexpr const char* kWaitKindNames[] = {"chan.send", "chan.recv", "select",  "mutex",
+                                          "waitgroup", "timer",     "context", "other"};
+enum class By : uint8_t {
+  kChanSend,
+  kChanRecv,
+  kChanClose,
+  kTimer,
+  kUnlock,
+  kWaitGroup,
+  kCancel,
+  kSpawn,
+  kOther
+};
+const char* by_name(By b) {
+  switch (b) {
+    case By::kChanSend:
+      return "chan.send";
+    case By::kChanRecv:
+      return "chan.recv";
+    case By::kChanClose:
+      return "chan.close";
+    case By::kTimer:
+      return "timer";
+    case By::kUnlock:
+      return "unlock";
+    case By::kWaitGroup:
+      return "waitgroup";
+    case By::kCancel:
+      return "cancel";
+    case By::kSpawn:
+      return "spawn";
+    case By::kOther:
+      break;
+  }
+  return "other";
+}
+constexpr const char* kRunEndNames[] = {"park", "yield", "exit"};
 
-  void clear() CHANFLOW_REQUIRES(lock) {
-    events.clear();
-    names.clear();
-    budget = 0;
-    exhausted = false;
-    dropped = 0;
+struct Head {
+  uint32_t size;  // of the whole record, a multiple of 8
+  Kind kind;
+  uint8_t sub;
+  uint8_t sub2;
+  uint8_t nstr;
+  uint32_t pid;
+  uint32_t tid;
+  int64_t ts;
+  int64_t n[3];
+};
+static_assert(sizeof(Head) % 8 == 0);
+
+// At most this many strings in a record; a select's cases past it are left out.
+constexpr std::size_t kMaxStrings = 64;
+constexpr std::size_t kMaxStringBytes = 4096;
+
+// A record's strings: kept by pointer until copied into a buffer.
+struct Strings {
+  std::string_view s[kMaxStrings];
+  std::size_t n = 0;
+  void add(std::string_view v) noexcept {
+    if (n < kMaxStrings) s[n++] = v.substr(0, kMaxStringBytes);
   }
 };
 
+std::size_t record_size(const Strings& ss) noexcept {
+  std::size_t size = sizeof(Head);
+  for (std::size_t i = 0; i < ss.n; ++i) size += sizeof(uint16_t) + ss.s[i].size();
+  return (size + 7) & ~std::size_t{7};
+}
+
+// ---- buffers and the writer -----------------------------------------------------------------
+
+// A thread's buffer of records; full ones queue for the writer.
+constexpr std::size_t kChunkBytes = std::size_t{64} << 10;
+struct Chunk {
+  std::unique_ptr<unsigned char[]> data{new unsigned char[kChunkBytes]};
+  std::size_t used = 0;
+  std::size_t events = 0;
+};
+
+struct ThreadBuffer {
+  os::SpinLock lock;  // uncontended except when stop() collects the buffers
+  std::unique_ptr<Chunk> chunk CHANFLOW_GUARDED_BY(lock);
+  uint64_t generation CHANFLOW_GUARDED_BY(lock) = 0;
+  // Events this thread may still keep, reserved against Options::max_events.
+  std::size_t budget CHANFLOW_GUARDED_BY(lock) = 0;
+  bool exhausted CHANFLOW_GUARDED_BY(lock) = false;
+};
+
+// The recording's shared state. The generation is 0 while off: a recorder checks it under its
+// buffer's lock, so once stop() has set it to 0 and collected every buffer (taking each lock),
+// nothing more is added.
+std::atomic<uint64_t> g_generation{0};
+uint64_t g_last_generation = 0;  // guarded by g_session_mu (below)
+std::atomic<int64_t> g_start_ns{0};
+std::atomic<std::size_t> g_max_events{0};
+std::atomic<std::size_t> g_reserved{0};
+std::atomic<std::size_t> g_dropped{0};
+std::atomic<std::size_t> g_written{0};
+std::atomic<uint64_t> g_next_flow{1};
+std::atomic<long> g_writer_threads{0};
+constexpr std::size_t kReserveChunk = 256;
+
 os::Mutex g_buffers_mu;
-// Every thread's buffer.
 std::vector<std::shared_ptr<ThreadBuffer>>& buffers() CHANFLOW_REQUIRES(g_buffers_mu) {
   static auto* const kBuffers = new std::vector<std::shared_ptr<ThreadBuffer>>();
   return *kBuffers;
 }
-std::atomic<uint64_t> g_generation{0};
 
-// The recording's bound and the events reserved against it. A thread reserves kReserveChunk
-// events at a time, so the shared counter is touched once per chunk, not per event, and the
-// events kept never exceed the bound. Relaxed: they are counts; start() writes them before it
-// publishes a new generation (release), which a recorder reads (acquire) before using them.
-constexpr std::size_t kReserveChunk = 256;
-std::atomic<std::size_t> g_max_events{trace::kDefaultMaxEvents};
-std::atomic<std::size_t> g_reserved{0};
+// The writer's queue: chunks handed off, bounded by `limit` bytes. Never destroyed (like the
+// buffer registry): a writer thread still running at exit may use it until the process ends.
+struct Queue {
+  os::Mutex mu;
+  os::CondVar cv;
+  std::deque<std::unique_ptr<Chunk>> chunks CHANFLOW_GUARDED_BY(mu);
+  std::vector<std::unique_ptr<Chunk>> free CHANFLOW_GUARDED_BY(mu);
+  std::size_t limit CHANFLOW_GUARDED_BY(mu) = 0;
+  bool finishing CHANFLOW_GUARDED_BY(mu) = false;
+  // The writer thread's own (read by start/stop only before it starts or after it is joined).
+  bool write_failed = false;
+  bool any_event = false;  // whether an event was written (a comma is due before the next)
+  std::string memory;      // the in-memory recording's text
+};
+Queue& queue() {
+  static auto* const kQueue = new Queue();
+  return *kQueue;
+}
+constexpr std::size_t kMaxFreeChunks = 8;
+
+// start()/stop() and the output they own.
+os::Mutex g_session_mu;
+std::FILE* g_file CHANFLOW_GUARDED_BY(g_session_mu) = nullptr;
+std::string* g_path CHANFLOW_GUARDED_BY(g_session_mu) = new std::string();
+std::thread* g_writer CHANFLOW_GUARDED_BY(g_session_mu) = nullptr;
+std::string* g_last_doc CHANFLOW_GUARDED_BY(g_session_mu) = new std::string();
+
+// A thread's buffer, registered on its first event; at the thread's exit its events go to the
+// writer and the buffer leaves the registry (a process that starts many threads keeps none).
+struct LocalBuffer {
+  std::shared_ptr<ThreadBuffer> buf;
+  ~LocalBuffer();
+};
+thread_local LocalBuffer t_buffer;
+
+// A chunk for a recorder: a free one or a new one.
+std::unique_ptr<Chunk> take_chunk() {
+  Queue& q = queue();
+  {
+    os::LockGuard g(q.mu);
+    if (!q.free.empty()) {
+      std::unique_ptr<Chunk> c = std::move(q.free.back());
+      q.free.pop_back();
+      return c;
+    }
+  }
+  return std::make_unique<Chunk>();
+}
+
+// Hands a chunk to the writer; when the queue is full (and !force) its events are dropped and
+// it is returned for reuse.
+std::unique_ptr<Chunk> hand_off(std::unique_ptr<Chunk> c, bool force) {
+  Queue& q = queue();
+  os::LockGuard g(q.mu);
+  if (!force && q.chunks.size() * kChunkBytes + kChunkBytes > q.limit) {
+    g_dropped.fetch_add(c->events, std::memory_order_relaxed);
+    c->used = 0;
+    c->events = 0;
+    return c;
+  }
+  q.chunks.push_back(std::move(c));
+  q.cv.notify_one();
+  if (!q.free.empty()) {
+    std::unique_ptr<Chunk> f = std::move(q.free.back());
+    q.free.pop_back();
+    return f;
+  }
+  return nullptr;
+}
+
+ThreadBuffer& local_buffer() {
+  if (!t_buffer.buf) {
+    t_buffer.buf = std::make_shared<ThreadBuffer>();
+    os::LockGuard g(g_buffers_mu);
+    buffers().push_back(t_buffer.buf);
+  }
+  return *t_buffer.buf;
+}
+
+LocalBuffer::~LocalBuffer() {
+  if (!buf) return;
+  {
+    os::LockGuard bl(buf->lock);
+    const uint64_t gen = g_generation.load(std::memory_order_acquire);
+    if (gen != 0 && buf->generation == gen && buf->chunk && buf->chunk->used > 0) {
+      (void)hand_off(std::move(buf->chunk), /*force=*/true);
+    }
+    buf->chunk.reset();
+  }
+  os::LockGuard g(g_buffers_mu);
+  auto& all = buffers();
+  all.erase(std::remove(all.begin(), all.end(), buf), all.end());
+}
 
 // Up to kReserveChunk events of the bound for one thread; 0 when it is used up.
 std::size_t reserve_events() noexcept {
@@ -74,48 +270,548 @@ std::size_t reserve_events() noexcept {
   return before >= max ? 0 : std::min(kReserveChunk, max - before);
 }
 
-struct Local {
-  std::shared_ptr<ThreadBuffer> buf;
-  uint64_t generation = ~uint64_t{0};
-};
-thread_local Local t_local;
-
-int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-}  // namespace
-
-void trace_record_slow(TraceKind kind, const Task* t, int worker) noexcept {
+// Appends one record to the calling thread's buffer (or counts it as dropped).
+void emit(Head h, const Strings& ss) noexcept {
   try {
-    if (!t_local.buf) {
-      t_local.buf = std::make_shared<ThreadBuffer>();
-      os::LockGuard g(g_buffers_mu);
-      buffers().push_back(t_local.buf);
-    }
-    ThreadBuffer& b = *t_local.buf;
+    ThreadBuffer& b = local_buffer();
     os::LockGuard g(b.lock);
     const uint64_t gen = g_generation.load(std::memory_order_acquire);
-    if (t_local.generation != gen) {  // start() cleared the trace
-      b.clear();
-      t_local.generation = gen;
+    if (gen == 0) return;       // stopped
+    if (b.generation != gen) {  // a new recording: the last one's leftovers are not its events
+      if (b.chunk) {
+        b.chunk->used = 0;
+        b.chunk->events = 0;
+      }
+      b.generation = gen;
+      b.budget = 0;
+      b.exhausted = false;
     }
     if (b.budget == 0 && !b.exhausted) {
       b.budget = reserve_events();
       b.exhausted = b.budget == 0;
     }
     if (b.budget == 0) {
-      ++b.dropped;
+      g_dropped.fetch_add(1, std::memory_order_relaxed);
       return;
     }
+    const std::size_t size = record_size(ss);
+    if (size > kChunkBytes) {  // a select of dozens of long-named cases: too big to keep
+      g_dropped.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    if (b.chunk && b.chunk->used + size > kChunkBytes)
+      b.chunk = hand_off(std::move(b.chunk), false);
+    if (!b.chunk) b.chunk = take_chunk();
     --b.budget;
-    b.events.push_back(Event{now_ns(), t->id, worker, kind});
-    if (kind == TraceKind::kStart) b.names.emplace_back(t->id, display_name(t));
+    unsigned char* p = b.chunk->data.get() + b.chunk->used;
+    h.size = static_cast<uint32_t>(size);
+    h.nstr = static_cast<uint8_t>(ss.n);
+    std::memcpy(p, &h, sizeof(Head));
+    unsigned char* q = p + sizeof(Head);
+    for (std::size_t i = 0; i < ss.n; ++i) {
+      const auto len = static_cast<uint16_t>(ss.s[i].size());
+      std::memcpy(q, &len, sizeof(len));
+      std::memcpy(q + sizeof(len), ss.s[i].data(), len);
+      q += sizeof(len) + len;
+    }
+    b.chunk->used += size;
+    ++b.chunk->events;
   } catch (...) {
-    // Out of memory while tracing: drop the event rather than disturb the program.
+    // Out of memory while tracing: the event is lost rather than the program disturbed.
+    g_dropped.fetch_add(1, std::memory_order_relaxed);
   }
+}
+
+// ---- rendering ---------------------------------------------------------------------------------
+
+void append_string(std::string& out, std::string_view s) {
+  // nlohmann's escaping; bytes that are not UTF-8 become U+FFFD instead of an error.
+  out += nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+template <class... A>
+void append_format(std::string& out, const char* format, A... args) {
+  char buf[256];
+  const int n = std::snprintf(buf, sizeof(buf), format, args...);
+  out.append(buf, static_cast<std::size_t>(std::clamp<int>(n, 0, sizeof(buf) - 1)));
+}
+
+double us_of(int64_t ns) {
+  return static_cast<double>(ns - g_start_ns.load(std::memory_order_relaxed)) / 1000.0;
+}
+
+void append_common(std::string& out, const Head& h, const char* ph) {
+  append_format(out, "\"ph\":\"%s\",\"ts\":%.3f,\"pid\":%u,\"tid\":%u", ph, us_of(h.ts), h.pid,
+                h.tid);
+}
+
+// One record as a JSON object.
+void render(const unsigned char* p, std::string& out) {
+  Head h;
+  std::memcpy(&h, p, sizeof(Head));
+  std::string_view s[kMaxStrings];
+  const unsigned char* q = p + sizeof(Head);
+  for (std::size_t i = 0; i < h.nstr; ++i) {
+    uint16_t len;
+    std::memcpy(&len, q, sizeof(len));
+    s[i] = std::string_view(reinterpret_cast<const char*>(q + sizeof(len)), len);
+    q += sizeof(len) + len;
+  }
+  auto generic = [&](const char* ph) {
+    out += "{\"cat\":";
+    append_string(out, s[0]);
+    out += ",\"name\":";
+    append_string(out, s[1]);
+    out += ',';
+    append_common(out, h, ph);
+  };
+  auto args = [&](std::string_view a) {
+    if (!a.empty()) {
+      out += ",\"args\":";
+      out += a;
+    }
+  };
+  switch (h.kind) {
+    case Kind::kSlice:
+      generic("X");
+      append_format(out, ",\"dur\":%.3f", static_cast<double>(h.n[0]) / 1000.0);
+      args(s[2]);
+      break;
+    case Kind::kInstant:
+      generic("i");
+      append_format(out, ",\"s\":\"%c\"", static_cast<char>(h.sub));
+      args(s[2]);
+      break;
+    case Kind::kCounter:
+      generic("C");
+      args(s[2]);
+      break;
+    case Kind::kFlowBegin:
+      generic("s");
+      append_format(out, ",\"id\":%lld", static_cast<long long>(h.n[0]));
+      args(s[2]);
+      break;
+    case Kind::kFlowEnd:
+      generic("f");
+      append_format(out, ",\"bp\":\"e\",\"id\":%lld", static_cast<long long>(h.n[0]));
+      break;
+    case Kind::kRun: {
+      out += "{\"cat\":\"run\",\"name\":";
+      append_string(out, s[0]);
+      out += ',';
+      append_common(out, h, "X");
+      append_format(out, ",\"dur\":%.3f,\"args\":{\"g\":%lld,\"end\":\"%s\"",
+                    static_cast<double>(h.n[0]) / 1000.0, static_cast<long long>(h.n[1]),
+                    kRunEndNames[h.sub]);
+      if (static_cast<RunEnd>(h.sub) == RunEnd::kPark) {
+        append_format(out, ",\"wait\":{\"kind\":\"%s\",\"obj\":", kWaitKindNames[h.sub2]);
+        append_string(out, s[1]);
+        if (static_cast<WaitKind>(h.sub2) == WaitKind::kSelect && h.nstr >= 3) {
+          out += ",\"cases\":[";
+          const std::string_view kinds = s[2];
+          for (std::size_t i = 0; i < kinds.size() && 3 + i < h.nstr; ++i) {
+            append_format(out, "%s{\"kind\":\"%s\",\"obj\":", i == 0 ? "" : ",",
+                          kWaitKindNames[static_cast<uint8_t>(kinds[i])]);
+            append_string(out, s[3 + i]);
+            out += '}';
+          }
+          out += ']';
+        }
+        out += '}';
+      }
+      out += "}}";
+      return;
+    }
+    case Kind::kWake:
+      out += "{\"cat\":\"wake\",\"name\":\"wake\",";
+      append_common(out, h, "s");
+      append_format(out, ",\"id\":%lld,\"args\":{\"g\":%lld,\"by\":\"%s\",\"by_g\":%lld,\"obj\":",
+                    static_cast<long long>(h.n[0]), static_cast<long long>(h.n[1]),
+                    by_name(static_cast<By>(h.sub)), static_cast<long long>(h.n[2]));
+      append_string(out, s[0]);
+      out += "}}";
+      return;
+    case Kind::kGo:
+      out += "{\"cat\":\"gthread\",\"name\":\"go\",\"s\":\"t\",";
+      append_common(out, h, "i");
+      append_format(out, ",\"args\":{\"g\":%lld,\"gname\":", static_cast<long long>(h.n[1]));
+      append_string(out, s[0]);
+      append_format(out, ",\"parent\":%lld}}", static_cast<long long>(h.n[2]));
+      return;
+    case Kind::kChan:
+      out += "{\"cat\":\"chan\",\"name\":";
+      append_string(out, std::string("chan ").append(s[0]));
+      out += ',';
+      append_common(out, h, "C");
+      append_format(out, ",\"args\":{\"len\":%lld,\"cap\":%lld}}", static_cast<long long>(h.n[0]),
+                    static_cast<long long>(h.n[1]));
+      return;
+    case Kind::kRunQueue:
+      out += "{\"cat\":\"sched\",\"name\":\"run queue\",";
+      append_common(out, h, "C");
+      append_format(out, ",\"args\":{\"runnable\":%lld}}", static_cast<long long>(h.n[0]));
+      return;
+  }
+  out += '}';
+}
+
+// The writer: renders every queued chunk and appends it to the file (or Queue::memory).
+void write_text(std::FILE* f, std::string& text) {
+  Queue& q = queue();
+  if (f != nullptr) {
+    if (!text.empty() && std::fwrite(text.data(), 1, text.size(), f) != text.size()) {
+      q.write_failed = true;
+    }
+  } else {
+    q.memory += text;
+  }
+  text.clear();
+}
+
+void render_chunk(const Chunk& c, std::string& text) {
+  for (std::size_t at = 0; at < c.used;) {
+    const unsigned char* p = c.data.get() + at;
+    uint32_t size;
+    std::memcpy(&size, p, sizeof(size));
+    text += queue().any_event ? ",\n" : "\n";
+    queue().any_event = true;
+    render(p, text);
+    at += size;
+  }
+  g_written.fetch_add(c.events, std::memory_order_relaxed);
+}
+
+void writer_main(std::FILE* f) {
+  Queue& q = queue();
+  std::string text;
+  for (;;) {
+    std::unique_ptr<Chunk> c;
+    {
+      os::LockGuard g(q.mu);
+      while (q.chunks.empty() && !q.finishing) q.cv.wait(q.mu);
+      if (q.chunks.empty()) return;
+      c = std::move(q.chunks.front());
+      q.chunks.pop_front();
+    }
+    render_chunk(*c, text);
+    write_text(f, text);
+    if (f != nullptr) std::fflush(f);  // streamed: a killed process leaves what was written
+    c->used = 0;
+    c->events = 0;
+    os::LockGuard g(q.mu);
+    if (q.free.size() < kMaxFreeChunks) q.free.push_back(std::move(c));
+  }
+}
+
+// ---- tracks ----------------------------------------------------------------------------------
+
+struct ThreadTrack {
+  uint32_t pid;
+  std::string name;
+};
+os::Mutex g_tracks_mu;
+std::vector<std::string> g_processes CHANFLOW_GUARDED_BY(g_tracks_mu);  // pid = index + 1
+std::vector<ThreadTrack> g_threads CHANFLOW_GUARDED_BY(g_tracks_mu);    // tid = index + 1
+
+// The runtime's process, and the track of an OS thread that is not a worker.
+uint32_t runtime_pid() {
+  static const uint32_t kPid = trace::process("runtime");
+  return kPid;
+}
+thread_local trace::Track t_os_track;
+thread_local bool t_is_timer = false;
+
+trace::Track os_thread_track() {
+  if (t_os_track.tid == 0) {
+    static std::atomic<int> next{0};
+    t_os_track = trace::thread(
+        runtime_pid(), t_is_timer ? std::string("timer") : "thread " + std::to_string(next++));
+  }
+  return t_os_track;
+}
+
+// The track of the calling thread: its worker's lane, or its own.
+trace::Track here_track() {
+  if (Worker* w = current_worker()) {
+    if (w->trace_track.tid == 0) {
+      w->trace_track = trace::thread(runtime_pid(), "worker " + std::to_string(w->index));
+    }
+    return w->trace_track;
+  }
+  return os_thread_track();
+}
+
+std::string_view task_name(const Task* t, char (&buf)[24]) {
+  if (!t->name.empty()) return t->name;
+  const int n = std::snprintf(buf, sizeof(buf), "#%llu", static_cast<unsigned long long>(t->id));
+  return {buf, static_cast<std::size_t>(std::max(n, 0))};
+}
+
+WaitKind chan_wait_kind(const ChanBase* c, bool is_send) {
+  if (c != nullptr && c->is_context_done()) return WaitKind::kContext;
+  return is_send ? WaitKind::kChanSend : WaitKind::kChanRecv;
+}
+
+}  // namespace
+
+std::string_view chan_label(const ChanBase* c, char (&buf)[24]) noexcept {
+  if (c == nullptr) return "nil";
+  if (!c->name().empty()) return c->name();
+  const int n =
+      std::snprintf(buf, sizeof(buf), "#%llu", static_cast<unsigned long long>(c->trace_id()));
+  return {buf, static_cast<std::size_t>(std::max(n, 0))};
+}
+
+long trace_threads() noexcept { return g_writer_threads.load(std::memory_order_seq_cst); }
+
+void trace_set_timer_thread() noexcept { t_is_timer = true; }
+
+void trace_go(Task* t, const Task* parent) noexcept {
+  try {
+    const trace::Track tr = here_track();
+    const int64_t now = trace::now_ns();
+    char buf[24];
+    Strings ss;
+    ss.add(task_name(t, buf));
+    Head h{};
+    h.kind = Kind::kGo;
+    h.pid = tr.pid;
+    h.tid = tr.tid;
+    h.ts = now;
+    h.n[1] = static_cast<int64_t>(t->id);
+    h.n[2] = parent != nullptr ? static_cast<int64_t>(parent->id) : 0;
+    emit(h, ss);
+    const uint64_t id = trace::flow_id();
+    Strings ws;
+    ws.add(task_name(t, buf));
+    Head w{};
+    w.kind = Kind::kWake;
+    w.sub = static_cast<uint8_t>(By::kSpawn);
+    w.pid = tr.pid;
+    w.tid = tr.tid;
+    w.ts = now;
+    w.n[0] = static_cast<int64_t>(id);
+    w.n[1] = h.n[1];
+    w.n[2] = h.n[2];
+    emit(w, ws);
+    t->trace_flow = id;
+  } catch (...) {
+  }
+}
+
+void trace_wake(Parker* p) noexcept {
+  Task* t = p->task;
+  if (t == nullptr) return;
+  try {
+    By by = By::kOther;
+    char buf[24];
+    std::string_view obj;
+    const Waiter* fired = p->fired;
+    const ChanBase* c = nullptr;
+    switch (p->reason) {
+      case WaitReason::kChanSend:
+      case WaitReason::kChanRecv:
+      case WaitReason::kSelect:
+        if (fired != nullptr) {
+          c = fired->chan;
+          if (!fired->success) {
+            by = c != nullptr && c->is_context_done() ? By::kCancel : By::kChanClose;
+          } else {
+            by = fired->is_send ? By::kChanRecv : By::kChanSend;
+          }
+          obj = chan_label(c, buf);
+        }
+        break;
+      case WaitReason::kSleep:
+        by = By::kTimer;
+        obj = "sleep";
+        break;
+      case WaitReason::kMutex:
+        by = By::kUnlock;
+        break;
+      case WaitReason::kWaitGroup:
+        by = By::kWaitGroup;
+        break;
+      default:
+        break;
+    }
+    if (t_is_timer && by != By::kCancel) by = By::kTimer;
+    if (obj.empty() && p->wait_obj != nullptr) {
+      const int n = std::snprintf(buf, sizeof(buf), "#%p", p->wait_obj);
+      obj = std::string_view(buf, static_cast<std::size_t>(std::max(n, 0)));
+    }
+    const trace::Track tr = here_track();
+    const uint64_t id = trace::flow_id();
+    const Task* waker = current_task();
+    Strings ss;
+    ss.add(obj);
+    Head h{};
+    h.kind = Kind::kWake;
+    h.sub = static_cast<uint8_t>(by);
+    h.pid = tr.pid;
+    h.tid = tr.tid;
+    h.ts = trace::now_ns();
+    h.n[0] = static_cast<int64_t>(id);
+    h.n[1] = static_cast<int64_t>(t->id);
+    h.n[2] = waker != nullptr ? static_cast<int64_t>(waker->id) : 0;
+    emit(h, ss);
+    t->trace_flow = id;
+  } catch (...) {
+  }
+}
+
+void trace_run_begin(Worker* w, Task* t) noexcept {
+  try {
+    const int64_t now = trace::now_ns();
+    t->trace_run_ns = now;
+    if (w->trace_track.tid == 0) {
+      w->trace_track = trace::thread(runtime_pid(), "worker " + std::to_string(w->index));
+    }
+    if (t->trace_flow != 0) {
+      Strings ss;
+      ss.add("wake");
+      ss.add("wake");
+      Head h{};
+      h.kind = Kind::kFlowEnd;
+      h.pid = w->trace_track.pid;
+      h.tid = w->trace_track.tid;
+      h.ts = now;
+      h.n[0] = static_cast<int64_t>(t->trace_flow);
+      emit(h, ss);
+      t->trace_flow = 0;
+    }
+    // The run-queue length, sampled at each dispatch and recorded when it changed since this
+    // worker's last sample: the global queue plus every worker's local queue and runnext.
+    SchedulerImpl* s = w->sched;
+    int64_t runnable = static_cast<int64_t>(s->gq.size());
+    for (const auto& o : s->workers) {
+      runnable += static_cast<int64_t>(o->rq.size_approx());
+      if (o->runnext.load(std::memory_order_relaxed) != nullptr) ++runnable;
+    }
+    if (runnable != w->trace_last_runnable) {
+      w->trace_last_runnable = runnable;
+      Head h{};
+      h.kind = Kind::kRunQueue;
+      h.pid = w->trace_track.pid;
+      h.tid = w->trace_track.tid;
+      h.ts = now;
+      h.n[0] = runnable;
+      emit(h, Strings{});
+    }
+  } catch (...) {
+  }
+}
+
+void trace_run_end(Worker* w, Task* t, RunEnd end) noexcept {
+  if (t->trace_run_ns == 0) return;  // its run began before the recording
+  try {
+    const int64_t now = trace::now_ns();
+    char nbuf[24];
+    char obuf[24];
+    Strings ss;
+    ss.add(task_name(t, nbuf));
+    Head h{};
+    h.kind = Kind::kRun;
+    h.sub = static_cast<uint8_t>(end);
+    h.pid = w->trace_track.pid;
+    h.tid = w->trace_track.tid;
+    h.ts = t->trace_run_ns;
+    h.n[0] = now - t->trace_run_ns;
+    h.n[1] = static_cast<int64_t>(t->id);
+    t->trace_run_ns = 0;
+    // What it parks on, while the lock of that is still held (the objects are alive).
+    std::string kinds;
+    if (end == RunEnd::kPark) {
+      const Parker& p = t->parker;
+      WaitKind k = WaitKind::kOther;
+      std::string_view obj;
+      switch (p.reason) {
+        case WaitReason::kChanSend:
+        case WaitReason::kChanRecv: {
+          const auto* c = static_cast<const ChanBase*>(p.wait_obj);
+          k = chan_wait_kind(c, p.reason == WaitReason::kChanSend);
+          obj = chan_label(c, obuf);
+          break;
+        }
+        case WaitReason::kSelect:
+          k = WaitKind::kSelect;
+          obj = "select";
+          break;
+        case WaitReason::kNilChan:
+          obj = "nil chan";
+          break;
+        case WaitReason::kSleep:
+          k = WaitKind::kTimer;
+          obj = "sleep";
+          break;
+        case WaitReason::kMutex:
+          k = WaitKind::kMutex;
+          break;
+        case WaitReason::kWaitGroup:
+          k = WaitKind::kWaitGroup;
+          break;
+        default:
+          break;
+      }
+      if (obj.empty()) {
+        const int n = std::snprintf(obuf, sizeof(obuf), "#%p", p.wait_obj);
+        obj = std::string_view(obuf, static_cast<std::size_t>(std::max(n, 0)));
+      }
+      h.sub2 = static_cast<uint8_t>(k);
+      ss.add(obj);
+      if (k == WaitKind::kSelect) {
+        // Case labels: the unnamed ones render into `labels` (kept alive until emit).
+        const uint32_t n = std::min<uint32_t>(p.nwaiters, kMaxStrings - 3);
+        std::vector<std::array<char, 24>> labels(n);
+        for (uint32_t i = 0; i < n; ++i) {
+          kinds += static_cast<char>(chan_wait_kind(p.waiters[i].chan, p.waiters[i].is_send));
+        }
+        ss.add(kinds);
+        for (uint32_t i = 0; i < n; ++i) {
+          char b[24];
+          const std::string_view l = chan_label(p.waiters[i].chan, b);
+          if (l.data() == b) {
+            std::memcpy(labels[i].data(), b, sizeof(b));
+            ss.add(std::string_view(labels[i].data(), l.size()));
+          } else {
+            ss.add(l);
+          }
+        }
+        emit(h, ss);
+        return;
+      }
+    }
+    emit(h, ss);
+  } catch (...) {
+  }
+}
+
+void trace_chan_counter(const ChanBase* c) noexcept {
+  try {
+    const trace::Track tr = here_track();
+    char buf[24];
+    Strings ss;
+    ss.add(chan_label(c, buf));
+    Head h{};
+    h.kind = Kind::kChan;
+    h.pid = tr.pid;
+    h.tid = tr.tid;
+    h.ts = trace::now_ns();
+    h.n[0] = static_cast<int64_t>(c->size());
+    h.n[1] = static_cast<int64_t>(c->capacity());
+    emit(h, ss);
+  } catch (...) {
+  }
+}
+
+uint64_t ChanBase::trace_id() const noexcept {
+  static std::atomic<uint64_t> next{1};
+  uint64_t id = trace_id_.load(std::memory_order_relaxed);
+  if (id != 0) return id;
+  const uint64_t mine = next.fetch_add(1, std::memory_order_relaxed);
+  // The first caller's id wins; relaxed: the id carries no data.
+  if (trace_id_.compare_exchange_strong(id, mine, std::memory_order_relaxed)) return mine;
+  return id;
 }
 
 }  // namespace chanflow::detail
@@ -124,180 +820,245 @@ namespace chanflow::trace {
 
 using detail::g_trace_enabled;
 
-void start(std::size_t max_events) {
+int64_t now_ns() noexcept {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+uint32_t process(std::string_view name) {
+  os::LockGuard g(detail::g_tracks_mu);
+  auto& ps = detail::g_processes;
+  for (std::size_t i = 0; i < ps.size(); ++i) {
+    if (ps[i] == name) return static_cast<uint32_t>(i + 1);
+  }
+  ps.emplace_back(name);
+  return static_cast<uint32_t>(ps.size());
+}
+
+Track thread(uint32_t pid, std::string_view name) {
+  os::LockGuard g(detail::g_tracks_mu);
+  detail::g_threads.push_back({pid, std::string(name)});
+  return Track{pid, static_cast<uint32_t>(detail::g_threads.size())};
+}
+
+namespace {
+
+// Ends the current recording; g_session_mu held. Returns whether writing failed.
+bool stop_locked() CHANFLOW_REQUIRES(detail::g_session_mu) {
+  using namespace detail;
+  if (g_generation.load(std::memory_order_relaxed) == 0) return false;
+  g_trace_enabled.store(false, std::memory_order_relaxed);
+  g_generation.store(0, std::memory_order_release);
+  const int64_t end_ns = now_ns();
+  // Every buffer's events go to the writer; a recorder that still holds its lock finishes first
+  // and one that takes it later sees generation 0.
   {
-    os::LockGuard g(detail::g_buffers_mu);
-    for (auto& b : detail::buffers()) {
+    os::LockGuard g(g_buffers_mu);
+    for (auto& b : buffers()) {
       os::LockGuard bl(b->lock);
-      b->clear();
-    }
-  }
-  detail::g_max_events.store(max_events, std::memory_order_relaxed);
-  detail::g_reserved.store(0, std::memory_order_relaxed);
-  detail::g_generation.fetch_add(1, std::memory_order_acq_rel);
-  g_trace_enabled.store(true, std::memory_order_release);
-}
-
-void stop() { g_trace_enabled.store(false, std::memory_order_release); }
-
-bool enabled() noexcept { return g_trace_enabled.load(std::memory_order_relaxed); }
-
-namespace {
-struct Snapshot {
-  std::vector<detail::Event> events;
-  std::map<uint64_t, std::string> names;
-  std::size_t dropped = 0;
-};
-Snapshot snapshot() {
-  Snapshot s;
-  os::LockGuard g(detail::g_buffers_mu);
-  for (auto& b : detail::buffers()) {
-    os::LockGuard bl(b->lock);
-    s.events.insert(s.events.end(), b->events.begin(), b->events.end());
-    for (auto& [id, name] : b->names) s.names[id] = name;
-    s.dropped += b->dropped;
-  }
-  std::sort(s.events.begin(), s.events.end(),
-            [](const detail::Event& a, const detail::Event& b) { return a.ts_ns < b.ts_ns; });
-  return s;
-}
-}  // namespace
-
-std::size_t event_count() { return snapshot().events.size(); }
-
-std::size_t dropped_count() {
-  std::size_t n = 0;
-  os::LockGuard g(detail::g_buffers_mu);
-  for (auto& b : detail::buffers()) {
-    os::LockGuard bl(b->lock);
-    n += b->dropped;
-  }
-  return n;
-}
-
-namespace {
-
-// The document is rendered straight to text, never as a JSON tree: a tree costs about 2 KB an
-// event, the text about 150 bytes, so a large trace fits in memory and writes in well under a
-// second (docs/runtime.md, "Tracing").
-void append_string(std::string& out, std::string_view s) {
-  // nlohmann's escaping; bytes that are not UTF-8 (a green thread's name may hold any) become
-  // U+FFFD instead of an error.
-  out += nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
-template <class... A>
-void append_format(std::string& out, const char* format, A... args) {
-  char buf[160];
-  const int n = std::snprintf(buf, sizeof(buf), format, args...);
-  out.append(buf, static_cast<std::size_t>(std::min<int>(n, sizeof(buf) - 1)));
-}
-
-// The inside of a JSON array or object given as text ("[a,b]" -> "a,b"); Error when `text` is not
-// bracketed by `open` and `close`.
-std::string_view inside(std::string_view text, char open, char close, const char* what) {
-  const auto first = text.find_first_not_of(" \t\r\n");
-  const auto last = text.find_last_not_of(" \t\r\n");
-  if (first == std::string_view::npos || text[first] != open || text[last] != close) {
-    CHANFLOW_THROW(Error) << "trace::to_json: " << what << " is not a JSON " << open << "..."
-                          << close;
-  }
-  std::string_view in = text.substr(first + 1, last - first - 1);
-  return in.find_first_not_of(" \t\r\n") == std::string_view::npos ? std::string_view() : in;
-}
-
-}  // namespace
-
-std::string to_json(std::string_view more_events, std::string_view more_other_data) {
-  Snapshot s = snapshot();
-  auto name_of = [&](uint64_t id) {
-    auto it = s.names.find(id);
-    return it != s.names.end() ? it->second : "#" + std::to_string(id);
-  };
-  const int64_t t0 = s.events.empty() ? 0 : s.events.front().ts_ns;
-  auto us = [&](int64_t ns) { return static_cast<double>(ns - t0) / 1000.0; };
-  std::string out = "{\"traceEvents\":[";
-  bool first = true;
-  auto next = [&] {
-    if (!first) out += ',';
-    first = false;
-  };
-  // One slice per run of a green thread on a worker: resume -> park or exit.
-  std::map<uint64_t, const detail::Event*> running;
-  std::set<int> lanes;
-  for (const detail::Event& e : s.events) {
-    switch (e.kind) {
-      case detail::TraceKind::kStart:
-        next();
-        out += "{\"name\":";
-        append_string(out, "go " + name_of(e.task));
-        append_format(out,
-                      ",\"ph\":\"i\",\"s\":\"p\",\"ts\":%.3f,\"pid\":1,\"tid\":0,"
-                      "\"args\":{\"green_thread\":%llu}}",
-                      us(e.ts_ns), static_cast<unsigned long long>(e.task));
-        break;
-      case detail::TraceKind::kResume:
-        running[e.task] = &e;
-        break;
-      case detail::TraceKind::kPark:
-      case detail::TraceKind::kExit: {
-        auto it = running.find(e.task);
-        if (it != running.end()) {
-          const detail::Event& r = *it->second;
-          lanes.insert(r.worker);
-          next();
-          out += "{\"name\":";
-          append_string(out, name_of(e.task));
-          append_format(out,
-                        ",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":1,\"tid\":%d,"
-                        "\"args\":{\"green_thread\":%llu,\"end\":\"%s\"}}",
-                        us(r.ts_ns), us(e.ts_ns) - us(r.ts_ns), r.worker + 1,
-                        static_cast<unsigned long long>(e.task),
-                        e.kind == detail::TraceKind::kExit ? "exit" : "park");
-          running.erase(it);
-        }
-        break;
+      if (b->generation == g_last_generation && b->chunk && b->chunk->used > 0) {
+        b->chunk = hand_off(std::move(b->chunk), /*force=*/true);
       }
     }
   }
+  Queue& q = queue();
+  {
+    os::LockGuard g(q.mu);
+    q.finishing = true;
+    q.cv.notify_all();
+  }
+  g_writer->join();
+  delete g_writer;
+  g_writer = nullptr;
+  g_writer_threads.fetch_sub(1, std::memory_order_seq_cst);
+  // The tail: track names, the marks and otherData.
+  std::string text;
+  auto next = [&] {
+    text += q.any_event ? ",\n" : "\n";
+    q.any_event = true;
+  };
+  {
+    os::LockGuard g(g_tracks_mu);
+    for (std::size_t i = 0; i < g_processes.size(); ++i) {
+      next();
+      append_format(text, R"({"ph":"M","name":"process_name","pid":%zu,"args":{"name":)", i + 1);
+      append_string(text, g_processes[i]);
+      text += "}}";
+    }
+    for (std::size_t i = 0; i < g_threads.size(); ++i) {
+      next();
+      append_format(text, R"({"ph":"M","name":"thread_name","pid":%u,"tid":%zu,"args":{"name":)",
+                    g_threads[i].pid, i + 1);
+      append_string(text, g_threads[i].name);
+      text += "}}";
+    }
+  }
+  const uint32_t rt = runtime_pid();
+  const std::size_t dropped = g_dropped.load(std::memory_order_relaxed);
+  const std::size_t max_events = g_max_events.load(std::memory_order_relaxed);
+  if (dropped > 0) {
+    next();
+    append_format(text,
+                  R"({"ph":"i","s":"g","cat":"mark","name":"dropped","ts":%.3f,"pid":%u,"tid":0,)"
+                  R"("args":{"dropped_events":%zu,"max_events":%zu}})",
+                  us_of(end_ns), rt, dropped, max_events);
+  }
   next();
-  out += R"({"name":"thread_name","ph":"M","pid":1,"tid":0,"args":{"name":"spawns"}})";
-  for (int lane : lanes) {
-    next();
-    append_format(out,
-                  R"({"name":"thread_name","ph":"M","pid":1,"tid":%d,"args":{"name":"worker %d"}})",
-                  lane + 1, lane);
+  append_format(text, R"({"ph":"i","s":"g","cat":"mark","name":"stop","ts":%.3f,"pid":%u,"tid":0})",
+                us_of(end_ns), rt);
+  append_format(text,
+                "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"chanflow_trace\":1,"
+                "\"dropped_events\":%zu,\"max_events\":%zu,\"events\":%zu,\"complete\":true}}\n",
+                dropped, max_events, g_written.load(std::memory_order_relaxed));
+  write_text(g_file, text);
+  bool failed = q.write_failed;
+  if (g_file != nullptr) {
+    if (std::fclose(g_file) != 0) failed = true;
+    g_file = nullptr;
+  } else {
+    *g_last_doc = std::move(q.memory);
+    q.memory.clear();
   }
-  const std::size_t max_events = detail::g_max_events.load(std::memory_order_relaxed);
-  if (s.dropped > 0) {  // where the recording stops: a mark a viewer shows
-    next();
-    append_format(out,
-                  R"({"name":"trace limit: %zu events dropped","ph":"i","s":"g","ts":%.3f,)"
-                  R"("pid":1,"tid":0,"args":{"dropped_events":%zu,"max_events":%zu}})",
-                  s.dropped, s.events.empty() ? 0.0 : us(s.events.back().ts_ns), s.dropped,
-                  max_events);
-  }
-  if (std::string_view more = inside(more_events, '[', ']', "more_events"); !more.empty()) {
-    next();
-    out += more;
-  }
-  append_format(out,
-                R"(],"displayTimeUnit":"ns","otherData":{"dropped_events":%zu,)"
-                R"("max_events":%zu)",
-                s.dropped, max_events);
-  if (std::string_view more = inside(more_other_data, '{', '}', "more_other_data"); !more.empty()) {
-    out += ',';
-    out += more;
-  }
-  out += "}}";
-  return out;
+  return failed;
 }
 
-void write_json(const std::string& path) {
-  std::ofstream f(path);
-  if (!f) CHANFLOW_THROW(Error) << "trace::write_json: cannot open " << path << " for writing";
-  f << to_json();
-  if (!f) CHANFLOW_THROW(Error) << "trace::write_json: writing " << path << " failed";
+}  // namespace
+
+void start(const Options& options) {
+  using namespace detail;
+  os::LockGuard g(g_session_mu);
+  (void)stop_locked();
+  std::FILE* f = nullptr;
+  if (!options.path.empty()) {
+    f = std::fopen(options.path.c_str(), "w");
+    if (f == nullptr) {
+      CHANFLOW_THROW(Error) << "trace::start: cannot open '" << options.path << "' for writing";
+    }
+  }
+  g_file = f;
+  *g_path = options.path;
+  g_last_doc->clear();
+  Queue& q = queue();
+  q.memory.clear();
+  q.write_failed = false;
+  q.any_event = false;
+  {
+    os::LockGuard g2(q.mu);
+    q.finishing = false;
+    q.limit = std::max(options.buffer_bytes, kChunkBytes);
+  }
+  // A recording still on at exit is completed then (its file closed with otherData).
+  static const bool kAtExit = [] {
+    return std::atexit([] {
+             try {
+               trace::stop();
+             } catch (...) {
+             }
+           }) == 0;
+  }();
+  (void)kAtExit;
+  g_max_events.store(options.max_events, std::memory_order_relaxed);
+  g_reserved.store(0, std::memory_order_relaxed);
+  g_dropped.store(0, std::memory_order_relaxed);
+  g_written.store(0, std::memory_order_relaxed);
+  const std::string head = "{\"traceEvents\":[";
+  std::string text = head;
+  write_text(f, text);
+  if (f != nullptr) std::fflush(f);
+  (void)runtime_pid();  // the runtime's process is pid 1 in every file that has it first
+  g_writer_threads.fetch_add(1, std::memory_order_seq_cst);
+  g_writer = new std::thread([f] { writer_main(f); });
+  g_start_ns.store(now_ns(), std::memory_order_relaxed);
+  g_last_generation += 1;
+  g_generation.store(g_last_generation, std::memory_order_release);
+  g_trace_enabled.store(true, std::memory_order_release);
+}
+
+void stop() {
+  os::LockGuard g(detail::g_session_mu);
+  if (stop_locked()) {
+    CHANFLOW_THROW(Error) << "trace::stop: writing '" << *detail::g_path << "' failed";
+  }
+}
+
+bool enabled() noexcept { return g_trace_enabled.load(std::memory_order_relaxed); }
+
+std::size_t event_count() noexcept { return detail::g_written.load(std::memory_order_relaxed); }
+
+std::size_t dropped_count() noexcept { return detail::g_dropped.load(std::memory_order_relaxed); }
+
+std::string to_json() {
+  os::LockGuard g(detail::g_session_mu);
+  return *detail::g_last_doc;
+}
+
+namespace {
+// `args` must be empty or bracketed as a JSON object (its inside is copied as it is).
+void check_args(std::string_view args, const char* fn) {
+  if (args.empty()) return;
+  const auto first = args.find_first_not_of(" \t\r\n");
+  const auto last = args.find_last_not_of(" \t\r\n");
+  if (first == std::string_view::npos || args[first] != '{' || args[last] != '}') {
+    CHANFLOW_THROW(Error) << "trace::" << fn << ": args is not a JSON object: '"
+                          << args.substr(0, 80) << "'";
+  }
+}
+
+void emit_generic(detail::Kind kind, Track t, std::string_view cat, std::string_view name,
+                  int64_t ts, int64_t n0, std::string_view args, char scope = 0) {
+  detail::Strings ss;
+  ss.add(cat);
+  ss.add(name);
+  ss.add(args);
+  detail::Head h{};
+  h.kind = kind;
+  h.sub = static_cast<uint8_t>(scope);
+  h.pid = t.pid;
+  h.tid = t.tid;
+  h.ts = ts;
+  h.n[0] = n0;
+  detail::emit(h, ss);
+}
+}  // namespace
+
+void slice(Track t, std::string_view cat, std::string_view name, int64_t begin_ns, int64_t end_ns,
+           std::string_view args) {
+  if (!enabled()) return;
+  check_args(args, "slice");
+  emit_generic(detail::Kind::kSlice, t, cat, name, begin_ns, end_ns - begin_ns, args);
+}
+
+void instant(Track t, std::string_view cat, std::string_view name, int64_t ts_ns,
+             std::string_view args, char scope) {
+  if (!enabled()) return;
+  check_args(args, "instant");
+  if (scope != 't' && scope != 'p' && scope != 'g') {
+    CHANFLOW_THROW(Error) << "trace::instant: scope must be 't', 'p' or 'g', got '" << scope << "'";
+  }
+  emit_generic(detail::Kind::kInstant, t, cat, name, ts_ns, 0, args, scope);
+}
+
+void counter(Track t, std::string_view cat, std::string_view name, int64_t ts_ns,
+             std::string_view args) {
+  if (!enabled()) return;
+  if (args.empty()) CHANFLOW_THROW(Error) << "trace::counter: args must hold the series";
+  check_args(args, "counter");
+  emit_generic(detail::Kind::kCounter, t, cat, name, ts_ns, 0, args);
+}
+
+uint64_t flow_id() noexcept { return detail::g_next_flow.fetch_add(1, std::memory_order_relaxed); }
+
+void flow_begin(Track t, std::string_view cat, std::string_view name, uint64_t id, int64_t ts_ns,
+                std::string_view args) {
+  if (!enabled()) return;
+  check_args(args, "flow_begin");
+  emit_generic(detail::Kind::kFlowBegin, t, cat, name, ts_ns, static_cast<int64_t>(id), args);
+}
+
+void flow_end(Track t, std::string_view cat, std::string_view name, uint64_t id, int64_t ts_ns) {
+  if (!enabled()) return;
+  emit_generic(detail::Kind::kFlowEnd, t, cat, name, ts_ns, static_cast<int64_t>(id), {});
 }
 
 }  // namespace chanflow::trace

@@ -1,20 +1,54 @@
-// trace_impl.h — recording green-thread lifecycle events for Chrome trace JSON (private).
+// trace_impl.h — the runtime's own trace events and the recording core they share with the
+// public API (private).
+//
+// Every recording site first checks trace_on() (one relaxed load); the hooks below are called only
+// when it was true. Events are binary records in a per-OS-thread buffer, rendered as JSON by the
+// writer thread (trace.cc).
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <string_view>
+
+#include "chanflow/runtime/trace.h"
 
 namespace chanflow::detail {
 
+class ChanBase;
+struct Parker;
 struct Task;
-enum class TraceKind : uint8_t { kStart, kResume, kPark, kExit };
+struct Worker;
 
 extern std::atomic<bool> g_trace_enabled;
-void trace_record_slow(TraceKind kind, const Task* t, int worker) noexcept;
 
-// One relaxed load when tracing is off.
-inline void trace_record(TraceKind kind, const Task* t, int worker) noexcept {
-  if (g_trace_enabled.load(std::memory_order_relaxed)) trace_record_slow(kind, t, worker);
-}
+// Whether a recording is on: one relaxed load (a site that races with start() or stop() records
+// or not; the recording core decides under its own lock).
+inline bool trace_on() noexcept { return g_trace_enabled.load(std::memory_order_relaxed); }
+
+// How a run slice ended.
+enum class RunEnd : uint8_t { kPark, kYield, kExit };
+
+// A green thread was created by the calling thread (`parent`: the green thread that spawned it,
+// or null): the "go" instant, and a "spawn" wake flow to its first run.
+void trace_go(Task* t, const Task* parent) noexcept;
+// w starts running t (call before the switch): the start of t's run slice, the end of the wake
+// flow that readied it, and the run-queue counter when it changed.
+void trace_run_begin(Worker* w, Task* t) noexcept;
+// t, running on w, switches out (its park's locks still held, so what it waits on is alive) or
+// finished: its run slice, with what it parks on.
+void trace_run_end(Worker* w, Task* t, RunEnd end) noexcept;
+// The caller claimed p, a green thread's parker, and is about to make it runnable: the wake flow's
+// start, saying what woke it (from p's armed reason and fired waiter) and who.
+void trace_wake(Parker* p) noexcept;
+// c's buffered length changed (c's lock held): its counter.
+void trace_chan_counter(const ChanBase* c) noexcept;
+// Marks the calling thread as the timer thread (its wake-ups are "timer" ones, its track "timer").
+void trace_set_timer_thread() noexcept;
+// OS threads the recording owns (its writer): 0 or 1 (the deadlock condition counts them).
+long trace_threads() noexcept;
+
+// A channel's label in the trace: its name, else "#<id>" (an id allocated on first use). `buf`
+// holds the "#<id>" form.
+std::string_view chan_label(const ChanBase* c, char (&buf)[24]) noexcept;
 
 }  // namespace chanflow::detail

@@ -2,11 +2,10 @@
 // canceled while the program is blocked (recv, select) or busy (a while loop that never blocks),
 // or past its deadline. The run's error is the context's, naming what was still running, and
 // run() returns only after every green thread of the run ended. Every case on 1, 2, 4 and 8
-// workers. Also the bound on the executor's op trace (ExecutorOptions::max_trace_events).
+// workers.
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 
@@ -239,62 +238,5 @@ TEST_P(ExecutorCancel, TheReportOfManyThreadsIsBounded) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Workers, ExecutorCancel, testing::Values(1, 2, 4, 8));
-
-// ---- the op trace's bound ----------------------------------------------------------------
-
-// A counting loop of `n` iterations (2 ops each).
-cf::Program counting_loop(int64_t n) {
-  cf::ProgramBuilder b;
-  cf::Var i = b.fill_constant({1}, DType::kInt64, 0);
-  cf::Var limit = b.fill_constant({1}, DType::kInt64, static_cast<double>(n));
-  cf::Var cond = b.less_than(i, limit);
-  {
-    auto w = b.while_loop(cond);
-    b.increment(i, 1, i);
-    b.less_than(i, limit, cond);
-  }
-  return b.build();
-}
-
-struct TraceCounts {
-  int64_t ops = 0, names = 0, marks = 0, marked_dropped = -1;
-};
-TraceCounts count(const cf::Executor& ex) {
-  TraceCounts c;
-  for (const auto& e : nlohmann::json::parse(ex.trace_events_json(0))) {
-    if (e["ph"] == "X") ++c.ops;
-    if (e["name"] == "thread_name") ++c.names;
-    if (e["ph"] == "i") {
-      ++c.marks;
-      c.marked_dropped = e["args"]["dropped_events"].get<int64_t>();
-    }
-  }
-  return c;
-}
-
-// Past max_trace_events, op events are counted, not kept: the executor's trace holds at most
-// the bound (events and the thread names they need) over all its runs, and every op is either
-// kept or counted.
-TEST(ExecutorTrace, OpEventsPastTheBoundAreDroppedAndCounted) {
-  const cf::Program p = counting_loop(2000);
-  cf::Executor unbounded({.trace = true, .max_trace_events = 0});
-  unbounded.run(p);
-  const TraceCounts all = count(unbounded);
-  EXPECT_GT(all.ops, 4000);
-  EXPECT_EQ(unbounded.trace_events_dropped(), 0);
-  EXPECT_EQ(all.marks, 0);
-
-  constexpr int64_t kBound = 100;
-  cf::Executor bounded({.trace = true, .max_trace_events = kBound});
-  for (int run = 1; run <= 3; ++run) {
-    bounded.run(p);
-    const TraceCounts c = count(bounded);
-    EXPECT_LE(c.ops + c.names, kBound) << "run " << run;
-    EXPECT_EQ(c.ops + bounded.trace_events_dropped(), run * all.ops) << "run " << run;
-    EXPECT_EQ(c.marks, 1);
-    EXPECT_EQ(c.marked_dropped, bounded.trace_events_dropped());
-  }
-  EXPECT_THROW(cf::Executor({.trace = true, .max_trace_events = -1}), cf::Error);
-}
 
 }  // namespace

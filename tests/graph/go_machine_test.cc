@@ -1,5 +1,5 @@
-// GoMachine beyond the Gorgonia cases: streaming (pipelined items, in order), tracing (Chrome
-// trace JSON, one track per node), re-use across runs, with 1, 2 and 4 workers.
+// GoMachine beyond the Gorgonia cases: streaming (pipelined items, in order), tracing (node slices
+// in the runtime's trace, one track per node), re-use across runs, with 1, 2 and 4 workers.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -110,37 +110,47 @@ TEST_P(GoMachineTest, FailureIsLabelledGoMachineOnce) {
   }
 }
 
-TEST_P(GoMachineTest, TraceHasOneTrackPerNodeAndEveryState) {
+TEST_P(GoMachineTest, TraceHasOneTrackPerNodeAndASliceWithInputsPerRun) {
   cf::Graph g;
   cf::Node a = g.scalar(40.0f, "n1");
   cf::Node b = g.scalar(2.0f, "n2");
   cf::Node c = a - b;
   cf::GoMachine m(g);
-  m.set_tracing(true);
+  cf::trace::start();
   m.run();
   m.run();
-  nlohmann::json doc = nlohmann::json::parse(m.trace_json());
-  std::map<int, std::string> track_names;
-  std::map<int, std::vector<std::string>> states;
+  cf::trace::stop();
+  m.run();  // off: not recorded
+  nlohmann::json doc = nlohmann::json::parse(cf::trace::to_json());
+  std::map<std::pair<int, int>, std::string> track_names;
+  int gomachine = 0;
+  std::map<int, std::vector<nlohmann::json>> slices;  // by node id
   for (const auto& e : doc["traceEvents"]) {
     if (e["ph"] == "M" && e["name"] == "thread_name") {
-      track_names[e["tid"].get<int>()] = e["args"]["name"].get<std::string>();
-    } else if (e["ph"] == "X" || e["ph"] == "i") {
-      states[e["tid"].get<int>()].push_back(e["name"].get<std::string>());
+      track_names[{e["pid"].get<int>(), e["tid"].get<int>()}] = e["args"]["name"];
+    } else if (e["ph"] == "M" && e["args"]["name"] == "gomachine") {
+      gomachine = e["pid"].get<int>();
+    } else if (e.value("cat", "") == "node") {
+      slices[e["args"]["node"].get<int>()].push_back(e);
     }
   }
-  ASSERT_EQ(track_names.size(), 3u);
-  EXPECT_EQ(track_names[int(c.id()) + 1], c.name() + " (sub)");
-  for (int tid = 1; tid <= 3; ++tid) {
-    const std::vector<std::string> want = {"waiting for input", "computing", "emitting output",
-                                           "end"};
-    ASSERT_EQ(states[tid].size(), 8u) << tid;  // two runs
-    for (int k = 0; k < 8; ++k) EXPECT_EQ(states[tid][k], want[k % 4]);
+  ASSERT_NE(gomachine, 0);
+  ASSERT_EQ(slices.size(), 3u);
+  for (const cf::Node& n : {a, b, c}) {
+    const std::vector<nlohmann::json>& ss = slices[static_cast<int>(n.id())];
+    ASSERT_EQ(ss.size(), 2u) << n.name();  // two traced runs
+    for (std::size_t k = 0; k < ss.size(); ++k) {
+      EXPECT_EQ(ss[k]["name"], n.name());
+      EXPECT_EQ(ss[k]["pid"], gomachine);
+      const std::pair<int, int> track{gomachine, ss[k]["tid"].get<int>()};
+      EXPECT_EQ(track_names[track], n.name() + " (" + cf::op_kind_name(n.op()) + ")");
+      EXPECT_EQ(ss[k]["args"]["run"].get<int>(), static_cast<int>(k));
+      EXPECT_GE(ss[k]["dur"].get<double>(), 0.0);
+    }
   }
-  m.clear_trace();
-  m.set_tracing(false);
-  m.run();
-  EXPECT_EQ(nlohmann::json::parse(m.trace_json())["traceEvents"].size(), 1u + 2u * 3u);
+  EXPECT_EQ(slices[static_cast<int>(c.id())][0]["args"]["inputs"],
+            nlohmann::json::array({a.id(), b.id()}));
+  EXPECT_EQ(slices[static_cast<int>(a.id())][0]["args"]["inputs"], nlohmann::json::array());
 }
 
 TEST_P(GoMachineTest, LargeGraphRerunAndResultOfEveryNode) {
@@ -197,19 +207,22 @@ TEST_P(GoMachineTest, DeadlineReturnsWhileEveryWorkerIsBusy) {
   // A quick first run (x = 0: the ops do not spin) warms the machine up, so the deadline below
   // finds every node started and the run begun (under TSan starting them alone takes a while).
   m.run(cf::background(), {{x, Tensor::scalar(0.0, DType::kFloat64)}});
-  m.set_tracing(true);
+  cf::trace::start();
   const cf::Bindings b{{x, Tensor::scalar(1.0, DType::kFloat64)}};
   const auto t0 = std::chrono::steady_clock::now();
   EXPECT_THROW(m.run(cf::with_timeout(cf::background(), 50ms), b), cf::DeadlineExceededError);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 250ms);
   EXPECT_THROW((void)m.result(total), cf::Error);  // no completed run
-  // The trace waits for the abandoned run to drain: every node reached its end state.
-  const nlohmann::json trace = nlohmann::json::parse(m.trace_json());
-  std::size_t ends = 0;
-  for (const auto& e : trace["traceEvents"]) ends += e["name"] == "end" ? 1 : 0;
-  EXPECT_EQ(ends, static_cast<std::size_t>(g.size()));
-  m.set_tracing(false);
+  // The next run waits for the abandoned one to drain: every node of it ended (its slice).
   m.run(cf::background(), b);
+  cf::trace::stop();
+  const nlohmann::json trace = nlohmann::json::parse(cf::trace::to_json());
+  std::map<int, int> runs_per_node;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e.value("cat", "") == "node") ++runs_per_node[e["args"]["node"].get<int>()];
+  }
+  EXPECT_EQ(runs_per_node.size(), static_cast<std::size_t>(g.size()));
+  for (const auto& [node, runs] : runs_per_node) EXPECT_EQ(runs, 2) << node;
   EXPECT_EQ(m.result(total).item<double>(), 2.0 * static_cast<double>(ops.size()));
   // An abandoned stream drains before close returns (the destructor would do the same).
   EXPECT_THROW((void)m.stream(cf::with_timeout(cf::background(), 20ms), {b, b, b}, {total}),

@@ -287,21 +287,29 @@ def test_close_is_idempotent_and_runs_after_close_raise():
         assert m.result(y).numpy().item() == 2.0  # results stay readable
 
 
-def test_tracing_gives_chrome_trace_json():
+def test_tracing_records_a_node_slice_per_node_and_run():
     g = cf.Graph()
     x = g.input("x", "float32", (3,))
     y = cf.relu(x) + 1.0
     m = cf.GoMachine(g)
-    m.set_tracing(True)
-    m.run({x: np.ones(3, np.float32)})
-    m.run({x: np.ones(3, np.float32)})
-    doc = json.loads(m.trace_json())
+    cf.trace_start()
+    try:
+        m.run({x: np.ones(3, np.float32)})
+        m.run({x: np.ones(3, np.float32)})
+    finally:
+        cf.trace_stop()
+    doc = json.loads(cf.trace_json())
+    assert doc["otherData"]["complete"] is True
     names = {e["args"]["name"] for e in doc["traceEvents"] if e.get("name") == "thread_name"}
     assert {"%s (%s)" % (n.name, n.op) for n in g.nodes()} <= names
-    computing = [e for e in doc["traceEvents"] if e.get("name") == "computing"]
-    assert len(computing) == 2 * len(g) and {e["args"]["run"] for e in computing} == {0, 1}
-    m.clear_trace()
-    assert not [e for e in json.loads(m.trace_json())["traceEvents"] if e.get("ph") == "X"]
+    nodes = [e for e in doc["traceEvents"] if e.get("cat") == "node"]
+    assert len(nodes) == 2 * len(g) and {e["args"]["run"] for e in nodes} == {0, 1}
+    by_id = {n.id: n for n in g.nodes()}
+    for e in nodes:
+        n = by_id[e["args"]["node"]]
+        assert e["args"]["inputs"] == [o.id for o in n.inputs]
+    m.run({x: np.ones(3, np.float32)})  # off: nothing more
+    assert json.loads(cf.trace_json()) == doc
     assert y.op == "add"
 
 
@@ -624,8 +632,8 @@ def test_bad_machine_arguments():
             (ValueError, "GoMachine: workers must be None or 1", lambda: cf.GoMachine(g, 4, 0)),
             (cf.TypeError, "GoMachine: workers must be an int",
              lambda: cf.GoMachine(g, workers="2")),
-            (cf.TypeError, "GoMachine.set_tracing: on must be a bool",
-             lambda: cf.GoMachine(g).set_tracing(1))]:
+            (ValueError, "trace_start: max_events must be an int",
+             lambda: cf.trace_start(None, -1))]:
         with pytest.raises(err, match=message):
             call()
     assert cf.GoMachine(g, workers=3).workers == 3 and cf.GoMachine(g).workers is None

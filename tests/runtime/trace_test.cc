@@ -1,91 +1,448 @@
-// Tracing: green-thread slices recorded and rendered as Chrome trace JSON.
+// The trace (chanflow/runtime/trace.h): tracks named with allocated ids, the event kinds, the
+// bound on events (dropped and counted), streaming to a file that stays valid when stopped
+// mid-run, and the runtime's own events — park reasons, wake flows, channel and run-queue
+// counters — on 1, 2, 4 and 8 workers.
+#include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "runtime_test_util.h"
 
 namespace {
 
-TEST(Trace, RecordsStartRunsAndExitsAsChromeJson) {
-  cf::Scheduler s({.workers = 2});
-  cf::ScopedDefaultScheduler use(s);
-  cf::trace::start();
-  EXPECT_TRUE(cf::trace::enabled());
-  auto ch = cf::make_chan<int>();
-  cf::WaitGroup wg;
-  wg.add(2);
-  cf::go("producer", [&, ch] {
-    for (int i = 0; i < 3; ++i) ch.send(i);
-    wg.done();
-  });
-  cf::go("consumer", [&, ch] {
-    for (int i = 0; i < 3; ++i) ch.recv();
-    wg.done();
-  });
-  wg.wait();
-  wait_until([&] { return s.live() == 0; });
+using nlohmann::json;
+
+json stopped_doc() {
   cf::trace::stop();
-  EXPECT_FALSE(cf::trace::enabled());
-  const std::size_t n = cf::trace::event_count();
-  EXPECT_GE(n, 6u);  // 2 starts, >= 2 runs (resume + park/exit)
-  auto doc = nlohmann::json::parse(cf::trace::to_json());
-  std::set<std::string> slices;
-  int spawns = 0;
-  for (const auto& e : doc["traceEvents"]) {
-    if (e["ph"] == "X") {
-      slices.insert(e["name"].get<std::string>());
-      EXPECT_GE(e["dur"].get<double>(), 0.0);
-    }
-    if (e["ph"] == "i") ++spawns;
-  }
-  EXPECT_EQ(spawns, 2);
-  EXPECT_TRUE(slices.count("producer"));
-  EXPECT_TRUE(slices.count("consumer"));
-  // Off: nothing more is recorded.
-  cf::go([] {});
-  s.live();
-  EXPECT_EQ(cf::trace::event_count(), n);
-  const std::string path = ::testing::TempDir() + "/chanflow_trace_test.json";
-  cf::trace::write_json(path);
-  EXPECT_THROW(cf::trace::write_json("/nonexistent-dir/x.json"), cf::Error);
+  return json::parse(cf::trace::to_json());
 }
 
-// A recording keeps at most max_events events and counts the others; the JSON says how many were
-// dropped, and a new start() clears the count.
+std::string read_file(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// Every (pid) and (pid, tid) an event uses has a metadata event naming it.
+void expect_tracks_named(const json& doc) {
+  std::set<int> procs;
+  std::set<std::pair<int, int>> threads;
+  for (const json& e : doc["traceEvents"]) {
+    if (e["ph"] != "M") continue;
+    if (e["name"] == "process_name") procs.insert(e["pid"].get<int>());
+    if (e["name"] == "thread_name") threads.insert({e["pid"].get<int>(), e["tid"].get<int>()});
+  }
+  for (const json& e : doc["traceEvents"]) {
+    if (e["ph"] == "M") continue;
+    EXPECT_TRUE(procs.count(e["pid"].get<int>())) << e.dump();
+    const int tid = e.value("tid", 0);
+    if (tid != 0) {
+      EXPECT_TRUE(threads.count({e["pid"].get<int>(), tid})) << e.dump();
+    }
+  }
+}
+
+TEST(Trace, ApiEventsOnNamedTracks) {
+  const uint32_t p = cf::trace::process("trace test");
+  EXPECT_EQ(cf::trace::process("trace test"), p);  // by name
+  EXPECT_NE(cf::trace::process("trace test 2"), p);
+  const cf::trace::Track a = cf::trace::thread(p, "lane a");
+  const cf::trace::Track b = cf::trace::thread(p, "lane a");  // each call: a new track
+  EXPECT_NE(a.tid, b.tid);
+  EXPECT_FALSE(cf::trace::enabled());
+  cf::trace::slice(a, "test", "before start", 0, 1);  // off: not recorded
+  cf::trace::start();
+  EXPECT_TRUE(cf::trace::enabled());
+  const int64_t t0 = cf::trace::now_ns();
+  cf::trace::slice(a, "test", "work \"quoted\"", t0, t0 + 2500, R"({"k":1})");
+  cf::trace::instant(b, "test", "tick", t0 + 100);
+  cf::trace::counter(a, "test", "depth", t0 + 200, R"({"n":3})");
+  const uint64_t id = cf::trace::flow_id();
+  cf::trace::flow_begin(a, "test", "hand", id, t0 + 300);
+  cf::trace::flow_end(b, "test", "hand", id, t0 + 400);
+  { cf::trace::ScopedSlice s(b, "test", "scoped"); }
+  EXPECT_THROW(cf::trace::slice(a, "test", "bad args", t0, t0, "[1]"), cf::Error);
+  const json doc = stopped_doc();
+  EXPECT_FALSE(cf::trace::enabled());
+  EXPECT_EQ(doc["displayTimeUnit"], "ns");
+  EXPECT_EQ(doc["otherData"]["chanflow_trace"], 1);
+  EXPECT_EQ(doc["otherData"]["complete"], true);
+  std::map<std::string, json> by_name;
+  for (const json& e : doc["traceEvents"]) {
+    if (e.value("cat", "") == "test")
+      by_name[e["name"].get<std::string>() + e["ph"].get<std::string>()] = e;
+  }
+  ASSERT_EQ(by_name.size(), 6u);
+  const json& w = by_name["work \"quoted\"X"];
+  EXPECT_EQ(w["pid"], p);
+  EXPECT_EQ(w["tid"], a.tid);
+  EXPECT_NEAR(w["dur"].get<double>(), 2.5, 1e-9);
+  EXPECT_EQ(w["args"]["k"], 1);
+  EXPECT_GE(w["ts"].get<double>(), 0.0);  // microseconds since start()
+  EXPECT_NEAR(by_name["ticki"]["ts"].get<double>() - w["ts"].get<double>(), 0.1, 1e-6);
+  EXPECT_EQ(by_name["depthC"]["args"]["n"], 3);
+  EXPECT_EQ(by_name["hands"]["id"], by_name["handf"]["id"]);
+  EXPECT_EQ(by_name["handf"]["bp"], "e");
+  EXPECT_EQ(by_name["scopedX"]["tid"], b.tid);
+  expect_tracks_named(doc);
+  std::map<int, std::string> procs;
+  for (const json& e : doc["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "process_name") procs[e["pid"]] = e["args"]["name"];
+  }
+  EXPECT_EQ(procs[static_cast<int>(p)], "trace test");
+}
+
+// At most max_events events are written, from any number of threads; the others are counted,
+// and the file says how many (otherData, and a "dropped" mark).
 TEST(Trace, KeepsAtMostMaxEventsAndCountsTheRest) {
-  constexpr int kThreads = 300;
-  constexpr std::size_t kBound = 200;
-  cf::Scheduler s({.workers = 2});
-  cf::ScopedDefaultScheduler use(s);
-  cf::trace::start(kBound);
-  cf::WaitGroup wg;
-  wg.add(kThreads);
+  constexpr std::size_t kBound = 300;
+  constexpr int kThreads = 4;
+  constexpr int kEach = 1000;
+  const cf::trace::Track t = cf::trace::thread(cf::trace::process("trace test"), "bound");
+  cf::trace::start({.max_events = kBound});
+  std::vector<std::thread> ts;
   for (int i = 0; i < kThreads; ++i) {
-    cf::go("yielder", [&wg] {
-      cf::yield();
-      wg.done();
+    ts.emplace_back([t] {
+      for (int k = 0; k < kEach; ++k) cf::trace::instant(t, "bound", "e", cf::trace::now_ns());
     });
   }
-  wg.wait();
-  wait_until([&] { return s.live() == 0; });
-  cf::trace::stop();
-  const std::size_t kept = cf::trace::event_count();
-  const std::size_t dropped = cf::trace::dropped_count();
+  for (auto& th : ts) th.join();
+  const json doc = stopped_doc();
+  std::size_t kept = 0;
+  for (const json& e : doc["traceEvents"]) kept += e.value("cat", "") == "bound" ? 1 : 0;
   EXPECT_LE(kept, kBound);
-  // Each green thread starts, runs at least once and exits: at least 3 events.
-  EXPECT_GE(kept + dropped, 3u * kThreads);
-  auto doc = nlohmann::json::parse(cf::trace::to_json());
-  EXPECT_EQ(doc["otherData"]["dropped_events"].get<std::size_t>(), dropped);
+  EXPECT_EQ(kept, cf::trace::event_count());
+  EXPECT_EQ(kept + cf::trace::dropped_count(), static_cast<std::size_t>(kThreads * kEach));
+  EXPECT_EQ(doc["otherData"]["dropped_events"].get<std::size_t>(), cf::trace::dropped_count());
   EXPECT_EQ(doc["otherData"]["max_events"].get<std::size_t>(), kBound);
   int marks = 0;
-  for (const auto& e : doc["traceEvents"]) {
-    if (e["ph"] == "i" && e["name"].get<std::string>().rfind("trace limit: ", 0) == 0) ++marks;
+  for (const json& e : doc["traceEvents"]) {
+    if (e.value("cat", "") == "mark" && e["name"] == "dropped") ++marks;
   }
   EXPECT_EQ(marks, 1);
+  cf::trace::start();  // a new recording starts from zero
+  EXPECT_EQ(cf::trace::dropped_count(), 0u);
+  cf::trace::stop();
+}
+
+// The buffers waiting for the writer are bounded too: a burst far larger than buffer_bytes is
+// written or counted, every event one or the other.
+TEST(Trace, BufferBoundDropsAndCountsWhenTheWriterFallsBehind) {
+  const std::string path = ::testing::TempDir() + "/chanflow_trace_burst.json";
+  const cf::trace::Track t = cf::trace::thread(cf::trace::process("trace test"), "burst");
+  constexpr int kEvents = 200'000;  // ~100 bytes each: 20 MB against a 64 KiB queue
+  cf::trace::start({.path = path, .max_events = 0, .buffer_bytes = 1});
+  const std::string name(40, 'x');
+  for (int k = 0; k < kEvents; ++k) cf::trace::instant(t, "burst", name, cf::trace::now_ns());
+  cf::trace::stop();
+  const json doc = json::parse(read_file(path));
+  std::size_t kept = 0;
+  for (const json& e : doc["traceEvents"]) kept += e.value("cat", "") == "burst" ? 1 : 0;
+  EXPECT_EQ(kept + cf::trace::dropped_count(), static_cast<std::size_t>(kEvents));
+  EXPECT_EQ(doc["otherData"]["dropped_events"].get<std::size_t>(), cf::trace::dropped_count());
+  EXPECT_EQ(cf::trace::to_json(), "");  // went to the file
+}
+
+TEST(Trace, StartThrowsOnAnUnwritablePath) {
+  EXPECT_THROW(cf::trace::start({.path = "/nonexistent-dir/x.json"}), cf::Error);
+  EXPECT_FALSE(cf::trace::enabled());
+}
+
+// start() and stop() from several threads at once, while others record: each recording ends as
+// a complete document, nothing crashes or hangs.
+TEST(Trace, StartAndStopAreThreadSafe) {
+  const cf::trace::Track t = cf::trace::thread(cf::trace::process("trace test"), "racer");
+  std::atomic<bool> done{false};
+  std::vector<std::thread> recorders;
+  for (int i = 0; i < 2; ++i) {
+    recorders.emplace_back([&] {
+      while (!done.load()) cf::trace::instant(t, "race", "e", cf::trace::now_ns());
+    });
+  }
+  std::vector<std::thread> switchers;
+  for (int i = 0; i < 3; ++i) {
+    switchers.emplace_back([] {
+      for (int k = 0; k < 50; ++k) {
+        cf::trace::start();
+        cf::trace::stop();
+      }
+    });
+  }
+  for (auto& th : switchers) th.join();
+  done = true;
+  for (auto& th : recorders) th.join();
+  const json doc = json::parse(cf::trace::to_json());
+  EXPECT_EQ(doc["otherData"]["complete"], true);
+}
+
+class TraceRuntime : public WorkersFixture {};
+
+// A file streamed while green threads run: events are in it before stop(); stopped while they
+// still run, it is complete, valid JSON.
+TEST_P(TraceRuntime, StreamedFileIsValidWhenStoppedMidRun) {
+  const std::string path =
+      ::testing::TempDir() + "/chanflow_trace_mid_" + std::to_string(GetParam()) + ".json";
+  auto ping = cf::make_chan<int>(0, "ping");
+  auto pong = cf::make_chan<int>(0, "pong");
+  std::atomic<bool> quit{false};
+  cf::WaitGroup wg;
+  wg.add(2);
+  cf::trace::start({.path = path, .max_events = 0});
+  cf::go("pinger", [&] {
+    for (int i = 0; !quit.load(std::memory_order_relaxed); ++i) {
+      ping.send(i);
+      pong.recv();
+    }
+    ping.close();
+    wg.done();
+  });
+  cf::go("ponger", [&] {
+    while (auto v = ping.recv()) pong.send(*v);
+    wg.done();
+  });
+  // Streamed: full buffers reach the file while the program runs.
+  wait_until([&] { return read_file(path).size() > std::size_t{256} << 10; });
+  cf::trace::stop();
+  const std::string text = read_file(path);
+  quit = true;
+  wg.wait();
+  const json doc = json::parse(text);  // throws if not valid JSON
+  EXPECT_EQ(doc["otherData"]["complete"], true);
+  std::size_t runs = 0;
+  for (const json& e : doc["traceEvents"]) runs += e.value("cat", "") == "run" ? 1 : 0;
+  EXPECT_GT(runs, 100u);
+  expect_tracks_named(doc);
+}
+
+struct Parsed {
+  std::map<std::string, int64_t> g_of;         // gname -> g
+  std::map<int64_t, std::vector<json>> parks;  // g -> its "park" run slices' wait, in order
+  std::map<int64_t, std::vector<json>> wakes;  // g -> its wake flow starts' args
+  std::map<int64_t, json> flow_s, flow_f;
+  std::map<std::tuple<int, int, double>, int64_t> run_starts;
+  std::map<std::string, std::vector<json>> chan_counters;
+  int run_queue_samples = 0;
+};
+
+Parsed parse(const json& doc) {
+  Parsed p;
+  std::vector<json> events(doc["traceEvents"].begin(), doc["traceEvents"].end());
+  std::sort(events.begin(), events.end(),
+            [](const json& a, const json& b) { return a.value("ts", 0.0) < b.value("ts", 0.0); });
+  for (const json& e : events) {
+    const std::string cat = e.value("cat", "");
+    if (cat == "gthread") {
+      p.g_of[e["args"]["gname"]] = e["args"]["g"];
+    } else if (cat == "run") {
+      p.run_starts[{e["pid"], e["tid"], e["ts"]}] = e["args"]["g"];
+      if (e["args"]["end"] == "park") p.parks[e["args"]["g"]].push_back(e["args"]["wait"]);
+    } else if (cat == "wake" && e["ph"] == "s") {
+      p.wakes[e["args"]["g"]].push_back(e["args"]);
+      p.flow_s[e["id"]] = e;
+    } else if (cat == "wake") {
+      p.flow_f[e["id"]] = e;
+    } else if (cat == "chan") {
+      p.chan_counters[e["name"]].push_back(e["args"]);
+    } else if (cat == "sched") {
+      EXPECT_EQ(e["name"], "run queue");
+      EXPECT_GE(e["args"]["runnable"].get<int>(), 0);
+      ++p.run_queue_samples;
+    }
+  }
+  return p;
+}
+
+// Each kind of wait is named in the run slice that ends with it, and the wake flow that ends it
+// says what woke the green thread: a named channel's send and close, an unnamed one ("#<id>"), a
+// select's cases, a mutex's unlock, a wait group, a timer, a context's cancel, a spawn.
+TEST_P(TraceRuntime, ParkReasonsAndWhatWokeEachGreenThread) {
+  cf::Scheduler& s = sched();
+  auto named = cf::make_chan<int>(0, "jobs");
+  auto unnamed = cf::make_chan<int>();
+  auto a = cf::make_chan<int>(0, "a");
+  auto b = cf::make_chan<int>(0, "b");
+  cf::Mutex mu;
+  cf::WaitGroup gate;
+  gate.add(1);
+  cf::Context ctx = cf::with_cancel(cf::background());
+  cf::trace::start({.max_events = 0});
+  auto step = [&](const char* name, auto&& body, auto&& release) {
+    cf::WaitGroup ended;
+    ended.add(1);
+    cf::go(name, [&] {
+      body();
+      ended.done();
+    });
+    wait_until([&] { return all_parked(s); });
+    release();
+    ended.wait();
+  };
+  step(
+      "recv-named", [&] { named.recv(); }, [&] { named.send(1); });
+  step(
+      "recv-closed", [&] { named.recv(); }, [&] { named.close(); });
+  step(
+      "send-unnamed", [&] { unnamed.send(1); }, [&] { unnamed.recv(); });
+  step(
+      "select",
+      [&] {
+        std::optional<int> x, y;
+        cf::SelectCase cs[] = {cf::SelectCase::recv(a, x), cf::SelectCase::recv(b, y)};
+        cf::select(std::span<cf::SelectCase>(cs));
+      },
+      [&] { b.send(2); });
+  mu.lock();
+  step(
+      "mutex",
+      [&] {
+        mu.lock();
+        mu.unlock();
+      },
+      [&] { mu.unlock(); });
+  step(
+      "waitgroup", [&] { gate.wait(); }, [&] { gate.done(); });
+  step(
+      "context", [&] { ctx.done().recv(); }, [&] { ctx.cancel(); });
+  {
+    cf::WaitGroup ended;
+    ended.add(1);
+    cf::go("sleeper", [&] {
+      cf::sleep_for(std::chrono::microseconds(100));
+      ended.done();
+    });
+    ended.wait();
+  }
+  // A green thread wakes another: by_g names it.
+  {
+    auto c = cf::make_chan<int>(0, "between");
+    cf::WaitGroup ended;
+    ended.add(2);
+    cf::go("receiver", [&] {
+      c.recv();
+      ended.done();
+    });
+    wait_until([&] { return all_parked(s); });
+    cf::go("sender", [&] {
+      c.send(1);
+      ended.done();
+    });
+    ended.wait();
+  }
+  wait_until([&] { return s.live() == 0; });
+  const json doc = stopped_doc();
+  const Parsed p = parse(doc);
+  auto first_park = [&](const std::string& g) -> json {
+    auto it = p.g_of.find(g);
+    if (it == p.g_of.end() || !p.parks.count(it->second)) return json();
+    return p.parks.at(it->second).front();
+  };
+  // Its wake flows: [0] is the spawn, [1] what ended its first park.
+  auto wake = [&](const std::string& g, std::size_t i) -> json {
+    auto it = p.g_of.find(g);
+    if (it == p.g_of.end() || !p.wakes.count(it->second) || p.wakes.at(it->second).size() <= i) {
+      return json();
+    }
+    return p.wakes.at(it->second)[i];
+  };
+  EXPECT_EQ(first_park("recv-named"), json({{"kind", "chan.recv"}, {"obj", "jobs"}}));
+  EXPECT_EQ(wake("recv-named", 0)["by"], "spawn");
+  EXPECT_EQ(wake("recv-named", 1)["by"], "chan.send");
+  EXPECT_EQ(wake("recv-named", 1)["obj"], "jobs");
+  EXPECT_EQ(wake("recv-named", 1)["by_g"], 0);  // the test's OS thread
+  EXPECT_EQ(wake("recv-closed", 1)["by"], "chan.close");
+  const json su = first_park("send-unnamed");
+  EXPECT_EQ(su["kind"], "chan.send");
+  EXPECT_EQ(su["obj"].get<std::string>().rfind('#', 0), 0u) << su;
+  EXPECT_EQ(wake("send-unnamed", 1)["by"], "chan.recv");
+  const json sel = first_park("select");
+  EXPECT_EQ(sel["kind"], "select");
+  std::set<std::string> cases;
+  for (const json& c : sel["cases"]) {
+    EXPECT_EQ(c["kind"], "chan.recv");
+    cases.insert(c["obj"]);
+  }
+  EXPECT_EQ(cases, (std::set<std::string>{"a", "b"}));
+  EXPECT_EQ(wake("select", 1)["obj"], "b");
+  EXPECT_EQ(first_park("mutex")["kind"], "mutex");
+  EXPECT_EQ(wake("mutex", 1)["by"], "unlock");
+  EXPECT_EQ(first_park("waitgroup")["kind"], "waitgroup");
+  EXPECT_EQ(wake("waitgroup", 1)["by"], "waitgroup");
+  EXPECT_EQ(first_park("context")["kind"], "context");
+  EXPECT_EQ(wake("context", 1)["by"], "cancel");
+  EXPECT_EQ(first_park("sleeper")["kind"], "timer");
+  EXPECT_EQ(wake("sleeper", 1)["by"], "timer");
+  EXPECT_EQ(wake("receiver", 1)["by_g"], p.g_of.at("sender"));
+  // Every flow pairs up and lands at the start of a run slice of the green thread it woke.
+  ASSERT_FALSE(p.flow_s.empty());
+  EXPECT_EQ(p.flow_s.size(), p.flow_f.size());
+  for (const auto& [id, e] : p.flow_s) {
+    auto f = p.flow_f.find(id);
+    ASSERT_NE(f, p.flow_f.end()) << id;
+    auto run = p.run_starts.find({f->second["pid"], f->second["tid"], f->second["ts"]});
+    ASSERT_NE(run, p.run_starts.end()) << "flow " << id;
+    EXPECT_EQ(run->second, e["args"]["g"].get<int64_t>());
+  }
+  expect_tracks_named(doc);
+}
+
+// Buffered channels are counters of their length on every change; the run queue is sampled.
+TEST_P(TraceRuntime, ChannelOccupancyAndRunQueueCounters) {
+  auto buf = cf::make_chan<int>(4, "buf");
+  auto unbuffered = cf::make_chan<int>(0, "sync");
+  cf::trace::start({.max_events = 0});
+  cf::WaitGroup wg;
+  wg.add(1);
+  cf::go("filler", [&] {
+    for (int i = 0; i < 4; ++i) buf.send(i);
+    for (int i = 0; i < 4; ++i) buf.recv();
+    wg.done();
+  });
+  wg.wait();
+  // Many runnable green threads at once: the run queue grows.
+  cf::WaitGroup many;
+  many.add(64);
+  for (int i = 0; i < 64; ++i) {
+    cf::go([&] {
+      cf::yield();
+      many.done();
+    });
+  }
+  many.wait();
+  wait_until([&] { return sched().live() == 0; });
+  const Parsed p = parse(stopped_doc());
+  ASSERT_TRUE(p.chan_counters.count("chan buf"));
+  EXPECT_FALSE(p.chan_counters.count("chan sync"));
+  std::vector<int> lens;
+  for (const json& a : p.chan_counters.at("chan buf")) {
+    EXPECT_EQ(a["cap"], 4);
+    lens.push_back(a["len"]);
+  }
+  EXPECT_EQ(lens, (std::vector<int>{1, 2, 3, 4, 3, 2, 1, 0}));
+  EXPECT_GT(p.run_queue_samples, 0);
+}
+
+// Off, the runtime records nothing.
+TEST_P(TraceRuntime, OffRecordsNothing) {
   cf::trace::start();
   cf::trace::stop();
-  EXPECT_EQ(cf::trace::dropped_count(), 0u);
+  auto c = cf::make_chan<int>(1, "c");
+  cf::WaitGroup wg;
+  wg.add(1);
+  cf::go("quiet", [&] {
+    c.send(1);
+    c.recv();
+    wg.done();
+  });
+  wg.wait();
+  EXPECT_EQ(cf::trace::event_count(), 0u);
 }
+
+INSTANTIATE_TEST_SUITE_P(Workers, TraceRuntime, CHANFLOW_WORKER_COUNTS);
 
 }  // namespace

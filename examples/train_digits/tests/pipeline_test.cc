@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -39,8 +40,12 @@ td::TrainConfig short_config(int workers, uint64_t seed) {
 TEST(TrainDigits, LearnsAndWritesMetricsAndAChromeTrace) {
   td::Split split = td::stratified_split(digits(), 0.2, 1);
   td::TrainConfig c = short_config(2, 1);
-  c.trace = true;
-  c.trace_steps = 4;
+  const std::string dir =
+      (std::filesystem::temp_directory_path() / ("train_digits_out_" + std::to_string(::getpid())))
+          .string();
+  std::filesystem::create_directories(dir);
+  c.trace_path = dir + "/trace.json";
+  c.trace_steps = int64_t{1} << 40;  // the whole run: its evaluations too
   int ticks_or_epochs = 0;
   c.on_epoch_done = [&](const td::ProgressSnapshot& s) {
     EXPECT_GE(s.test_accuracy, 0.0);
@@ -56,9 +61,6 @@ TEST(TrainDigits, LearnsAndWritesMetricsAndAChromeTrace) {
   EXPECT_EQ(r.epochs.back().test_accuracy, r.test_accuracy);
   EXPECT_FALSE(r.deadline_reached);
 
-  const std::string dir =
-      (std::filesystem::temp_directory_path() / ("train_digits_out_" + std::to_string(::getpid())))
-          .string();
   td::OutputPaths out = td::write_outputs(dir, c, r);
   ASSERT_TRUE(std::filesystem::exists(out.metrics_csv));
   ASSERT_TRUE(std::filesystem::exists(out.metrics_json));
@@ -73,30 +75,30 @@ TEST(TrainDigits, LearnsAndWritesMetricsAndAChromeTrace) {
   std::ifstream tf(out.trace_json);
   nlohmann::json trace = nlohmann::json::parse(tf);  // throws if not JSON
   ASSERT_TRUE(trace["traceEvents"].is_array());
-  std::set<std::string> processes;
-  std::set<std::string> stage_names;
+  EXPECT_EQ(trace["otherData"]["complete"], true);
+  std::map<int, std::string> processes;
+  std::set<std::string> stage_names, cats;
   for (const auto& e : trace["traceEvents"]) {
     ASSERT_TRUE(e.contains("ph") && e.contains("pid") && e.contains("name")) << e.dump();
     if (e["ph"] == "X") {
       ASSERT_TRUE(e["ts"].is_number() && e["dur"].is_number()) << e.dump();
       EXPECT_GE(e["dur"].get<double>(), 0.0) << e.dump();
     }
-    if (e["name"] == "process_name") processes.insert(e["args"]["name"].get<std::string>());
-    if (e["pid"] == 3 && e["ph"] == "X") {
+    if (e["name"] == "process_name") processes[e["pid"]] = e["args"]["name"];
+    if (e.contains("cat")) cats.insert(e["cat"].get<std::string>());
+    if (e.value("cat", "") == "stage" && e["ph"] == "X") {
       stage_names.insert(e["name"].get<std::string>().substr(0, 8));
     }
   }
-  auto has = [&](const std::string& prefix) {
-    for (const auto& p : processes) {
-      if (p.rfind(prefix, 0) == 0) return true;
-    }
-    return false;
-  };
-  EXPECT_TRUE(has("training pipeline")) << "stage events";
-  EXPECT_TRUE(has("scheduler")) << "green threads";
-  EXPECT_TRUE(has("executor")) << "eval.pbtxt ops";
-  EXPECT_TRUE(has("GoMachine of worker 0")) << "node tracks";
-  EXPECT_TRUE(has("GoMachine of worker 1")) << "node tracks";
+  std::set<std::string> names;
+  for (const auto& [pid, name] : processes) names.insert(name);
+  EXPECT_TRUE(names.count("training pipeline")) << "stage events";
+  EXPECT_TRUE(names.count("runtime")) << "green threads";
+  EXPECT_TRUE(names.count("executor")) << "eval.pbtxt ops";
+  EXPECT_TRUE(names.count("gomachine")) << "node tracks";
+  for (const char* cat : {"run", "wake", "node", "stage", "gthread"}) {
+    EXPECT_TRUE(cats.count(cat)) << cat;
+  }
   EXPECT_TRUE(stage_names.count("forward+")) << "worker steps";
   EXPECT_TRUE(stage_names.count("apply st")) << "optimiser steps";
   EXPECT_TRUE(stage_names.count("evaluate")) << "evaluations";

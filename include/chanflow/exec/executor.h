@@ -49,7 +49,6 @@ namespace chanflow {
 
 namespace exec_detail {
 struct PreparedProgram;
-struct OpTrace;
 }  // namespace exec_detail
 
 struct ExecutorOptions {
@@ -59,21 +58,13 @@ struct ExecutorOptions {
   // A scheduler to run green threads on (not owned; must outlive the executor). Ignored when
   // workers > 0.
   Scheduler* scheduler = nullptr;
-  // Record every op (begin, end, thread) for trace_events_json(). Costs two clock reads per op.
-  bool trace = false;
 
   // Limits. max_threads and max_memory_bytes: a run that hits one throws LimitError naming the
-  // limit, its value and the op (block, op index, op type). max_trace_events drops and counts.
+  // limit, its value and the op (block, op index, op type).
   // Live green threads started by one run's go ops.
   int64_t max_threads = 1'000'000;
   // Live tensor bytes a run may hold; -1 = half the physical memory, 0 = unlimited.
   int64_t max_memory_bytes = -1;
-  // Events kept for trace_events_json() (`chanflow run --trace`), over all runs of the executor:
-  // op events and the names of the threads they ran on. Events past it are dropped and counted
-  // (trace_events_dropped()), so a traced run that never ends holds at most this many (40 bytes
-  // each, plus the names). 0 = unlimited; negative values are an Error.
-  static constexpr int64_t kDefaultMaxTraceEvents = 100'000;
-  int64_t max_trace_events = kDefaultMaxTraceEvents;
 };
 
 class CHANFLOW_API Executor {
@@ -123,14 +114,6 @@ class CHANFLOW_API Executor {
   // Verifies and prepares `program` now (run() does it on first use). Throws ProgramError.
   void prepare(const Program& program);
 
-  // With options.trace: the op events of the runs so far as Chrome trace events (a JSON array
-  // of objects, pid 2, one tid per thread of control), timestamps in microseconds since
-  // `origin_ns` (steady clock); at most options.max_trace_events of them. Thread-safe.
-  std::string trace_events_json(int64_t origin_ns) const;
-  // With options.trace: the op events not kept because of options.max_trace_events (those of
-  // runs still going are counted when their threads end). Thread-safe.
-  int64_t trace_events_dropped() const;
-
   // The scheduler green threads run on.
   Scheduler& scheduler() const;
 
@@ -145,7 +128,6 @@ class CHANFLOW_API Executor {
   os::Mutex mu_;
   std::map<const Object*, std::pair<Program, std::shared_ptr<const exec_detail::PreparedProgram>>>
       cache_ CHANFLOW_GUARDED_BY(mu_);
-  std::unique_ptr<exec_detail::OpTrace> trace_;
 };
 
 }  // namespace chanflow

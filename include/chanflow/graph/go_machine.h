@@ -26,7 +26,9 @@
 // use OpContext — and the rest skip); the next run, stream or close (and the destructor) first
 // waits for that drain. Thread-safety: run, stream and close may be called from any thread
 // (green or OS); one run/stream at a time per machine — a concurrent call throws Error. result
-// and the trace accessors must not race with a run.
+// must not race with a run. While the runtime's trace is on (chanflow/runtime/trace.h), each run
+// records one "node" slice per node on the node's lane of the "gomachine" process, with the node
+// id and its input node ids (docs/runtime.md, "Tracing").
 #pragma once
 
 #include <cstdint>
@@ -89,16 +91,6 @@ class CHANFLOW_API GoMachine {
   // working.
   void close();
   bool closed() const noexcept;
-
-  // Records each node's state transitions (waiting, computing, emitting, end) in the following
-  // runs. Off by default (recording costs a clock read per transition).
-  void set_tracing(bool on);
-  // The recorded transitions as Chrome trace JSON (chrome://tracing, Perfetto): one track per
-  // node, named after it; events carry the run/item number.
-  std::string trace_json() const;
-  void write_trace(const std::string& path) const;
-  // Discards recorded transitions.
-  void clear_trace();
 
  private:
   std::unique_ptr<detail::GoMachineImpl> impl_;

@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <iterator>
 #include <optional>
+#include <string>
 #include <utility>
 
 #include "chanflow/runtime/detail/chan_base.h"
@@ -164,6 +165,15 @@ class Chan {
 template <class T>
 Chan<T> make_chan(std::size_t capacity) {
   return Chan<T>(new detail::ChanCore<T>(capacity));
+}
+
+// make_chan, with the name the trace shows for the channel (its waits, wake-ups and counter;
+// unnamed channels show as "#<id>").
+template <class T>
+Chan<T> make_chan(std::size_t capacity, std::string name) {
+  Chan<T> c = make_chan<T>(capacity);
+  c.base()->set_name(std::move(name));
+  return c;
 }
 
 }  // namespace chanflow

@@ -26,8 +26,10 @@ class CHANFLOW_API ChannelObj : public Object {
   // Whether an object may be sent (null refs always may: Go's nil).
   using ElemCheck = bool (*)(const Object* obj);
 
-  // A channel of `capacity` for objects of type elem_type_key (check decides; nullptr: any).
-  ChannelObj(std::size_t capacity, std::string elem_type_key, ElemCheck check);
+  // A channel of `capacity` for objects of type elem_type_key (check decides; nullptr: any),
+  // shown in traces as `name` (empty: "#<id>").
+  ChannelObj(std::size_t capacity, std::string elem_type_key, ElemCheck check,
+             std::string name = {});
 
   // As Chan<ObjectRef>::send/recv/try_send/try_recv/close (blocking and errors alike); send and
   // try_send first throw TypeError naming both types when v has the wrong type.
@@ -60,14 +62,15 @@ class CHANFLOW_API Channel : public ObjectRef {
  public:
   CHANFLOW_DEFINE_MUTABLE_OBJECT_REF(Channel, ObjectRef, ChannelObj);
 
-  // A channel for TObj objects (and subtypes); Object = any object.
+  // A channel for TObj objects (and subtypes); Object = any object. `name` is what traces show
+  // for it (empty: "#<id>").
   template <class TObj = Object>
-  static Channel make(std::size_t capacity = 0) {
+  static Channel make(std::size_t capacity = 0, std::string name = {}) {
     ChannelObj::ElemCheck check = nullptr;
     if constexpr (!std::is_same_v<TObj, Object>) {
       check = [](const Object* o) { return o->is_instance<TObj>(); };
     }
-    return Channel(make_object<ChannelObj>(capacity, TObj::kTypeKey, check));
+    return Channel(make_object<ChannelObj>(capacity, TObj::kTypeKey, check, std::move(name)));
   }
 
   // Nil-aware forms of ChannelObj's methods: on a null Channel, send/recv block forever, try_*

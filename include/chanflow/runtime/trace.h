@@ -1,20 +1,35 @@
-// trace.h — recording green-thread activity as Chrome trace JSON (viewable in Perfetto).
+// trace.h — the one trace of a chanflow process: tracks, slices, instants, flows and counters on
+// one clock, streamed as Chrome trace JSON (Perfetto, chrome://tracing, `chanflow trace`).
 //
-//   cf::trace::start();
-//   ... run green threads ...
-//   cf::trace::stop();
-//   cf::trace::write_json("trace.json");     // chrome://tracing or ui.perfetto.dev
+//   cf::trace::start({.path = "run.json"});          // events stream to run.json from now on
+//   const cf::trace::Track t = cf::trace::thread(cf::trace::process("loader"), "reader");
+//   const int64_t t0 = cf::trace::now_ns();
+//   ... work ...
+//   cf::trace::slice(t, "stage", "read batch", t0, cf::trace::now_ns());
+//   cf::trace::stop();                                // flushes, writes otherData, closes
 //
-// Events: a green thread's start, each resume and park on a worker (one slice per run), and its
-// exit. Off by default, costing one relaxed load per event site; when on, an event is appended to
-// a per-thread buffer (no lock on the hot path). A recording keeps at most `max_events` events
-// (24 bytes each, plus the green threads' names): the first ones; later events are only counted
-// (dropped_count()), so tracing a program that never ends holds a fixed amount of memory. The
-// JSON says how many were dropped ("otherData": {"dropped_events": N, "max_events": M}, and an
-// instant event where the recording stops).
+// The runtime records into it by itself while it is on: each run of a green thread on a worker
+// (with what it parked on), its creation, the event that woke it (a flow arrow to its next run),
+// buffered channels' occupancy and the run-queue length; the executor adds op slices and the
+// GoMachine node slices. The file format is docs/runtime.md, "Tracing" (format version 1).
+//
+// Costs and bounds. Off, every recording site costs one relaxed load (enabled()). On, an event is
+// appended in binary form to a buffer of the calling OS thread (no shared lock); full buffers go
+// to a writer thread that renders them as JSON and writes them to the file as they come. At most
+// Options::max_events events are written (later ones are counted as dropped), and at most
+// Options::buffer_bytes of buffers wait for the writer: when it falls behind, new events are
+// dropped and counted, never queued without bound. The count is in "otherData"
+// ("dropped_events") and a "dropped" mark. A recording that ends by stop() — also when the
+// program was cancelled or signalled and stops the trace on its way out — leaves a complete JSON
+// document; one cut short (the process killed) leaves a prefix that readers accept.
+//
+// Thread-safety: every function may be called from any green thread or OS thread. start() and
+// stop() are serialised among themselves; a recording call that races with stop() is either in
+// the file or not, never half.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -22,28 +37,95 @@
 
 namespace chanflow::trace {
 
-// The number of events start() keeps unless told otherwise (about 3 MB of memory, a 15 MB JSON).
+// start()'s bound on the events written unless told otherwise (a JSON file of about 15 MB).
 inline constexpr std::size_t kDefaultMaxEvents = 100'000;
+// start()'s bound on the buffers waiting for the writer unless told otherwise.
+inline constexpr std::size_t kDefaultBufferBytes = std::size_t{4} << 20;
 
-// Starts recording (clears earlier events and the dropped count), keeping at most `max_events`
-// events (0: unbounded). Thread-safe.
-CHANFLOW_API void start(std::size_t max_events = kDefaultMaxEvents);
-// Stops recording; events stay until the next start(). Thread-safe.
+struct Options {
+  // Where the events stream to (created or truncated by start(); Error if it cannot be opened).
+  // Empty: kept in memory until the next start(), for to_json().
+  std::string path{};
+  // At most this many events are written (0: no bound); later ones are dropped and counted.
+  std::size_t max_events = kDefaultMaxEvents;
+  // At most about this many bytes of recorded, not yet written events exist at once (each OS
+  // thread that records holds a buffer of 64 KiB of them, not counted). Events that find no room
+  // are dropped and counted.
+  std::size_t buffer_bytes = kDefaultBufferBytes;
+};
+
+// Starts a recording: stops the current one first (as stop()), opens the output and starts the
+// writer thread. Throws Error when options.path cannot be opened (the trace stays off).
+CHANFLOW_API void start(const Options& options = {});
+// Ends the recording: later events are not recorded, the ones recorded are written, then the
+// track names, a "stop" mark and "otherData" ({"chanflow_trace": 1, "dropped_events": N,
+// "max_events": M, "complete": true}); the file is closed. Blocks until written. A no-op when
+// off. Throws Error when writing the file failed (the recording is over all the same).
 CHANFLOW_API void stop();
-// Whether recording is on.
+// Whether a recording is on. One relaxed load.
 CHANFLOW_API bool enabled() noexcept;
-// Events recorded so far (a snapshot).
-CHANFLOW_API std::size_t event_count();
-// Events not kept since start() because the recording was full (a snapshot).
-CHANFLOW_API std::size_t dropped_count();
-// The recorded events as a Chrome trace JSON document: {"traceEvents": [...], "displayTimeUnit":
-// "ns", "otherData": {"dropped_events": N, "max_events": M}}. `more_events`, a JSON array of
-// further trace events (e.g. Executor::trace_events_json()), is appended to traceEvents, and the
-// members of `more_other_data`, a JSON object, to otherData; both are copied as they are (Error
-// when one is not bracketed as an array / object). Rendered as text: about 150 bytes an event.
-CHANFLOW_API std::string to_json(std::string_view more_events = "[]",
-                                 std::string_view more_other_data = "{}");
-// Writes to_json() to path. Throws Error when the file cannot be written.
-CHANFLOW_API void write_json(const std::string& path);
+// Events recorded (kept) by the current or last recording, and events dropped by it.
+// Snapshots; exact once stop() returned.
+CHANFLOW_API std::size_t event_count() noexcept;
+CHANFLOW_API std::size_t dropped_count() noexcept;
+// The JSON document of the last in-memory recording (Options::path empty), complete once stop()
+// returned; "" when the last recording went to a file.
+CHANFLOW_API std::string to_json();
+
+// The trace clock: steady, in nanoseconds since an arbitrary epoch. The file's timestamps are
+// microseconds since the recording's start() on this clock. Never blocks.
+CHANFLOW_API int64_t now_ns() noexcept;
+
+// Where an event is drawn: a process and one of its threads. Tracks are registered by name
+// (below) and live as long as the process; ids are allocated, never chosen by the caller.
+struct Track {
+  uint32_t pid = 0;
+  uint32_t tid = 0;
+};
+// The pid of the process track named `name`: the same one for the same name. Thread-safe.
+CHANFLOW_API uint32_t process(std::string_view name);
+// A new thread track named `name` in process `pid` (each call allocates one; keep it).
+CHANFLOW_API Track thread(uint32_t pid, std::string_view name);
+
+// Recording. Each is a no-op when off. `args`, when not empty, must be a JSON object ("{...}")
+// and is copied into the event as it is (Error when it is not bracketed as one; its inside is
+// the caller's to keep valid); `cat` and `name` are escaped. Timestamps are now_ns()
+// readings. Never blocks (events are dropped and counted rather than waited for).
+//
+// A complete slice [begin_ns, end_ns] on `t` ("ph":"X").
+CHANFLOW_API void slice(Track t, std::string_view cat, std::string_view name, int64_t begin_ns,
+                        int64_t end_ns, std::string_view args = {});
+// An instant at ts_ns ("ph":"i") with scope 't' (thread), 'p' (process) or 'g' (global).
+CHANFLOW_API void instant(Track t, std::string_view cat, std::string_view name, int64_t ts_ns,
+                          std::string_view args = {}, char scope = 't');
+// A counter sample ("ph":"C") of process t.pid: `args` holds the series, e.g. {"len":3,"cap":8}.
+CHANFLOW_API void counter(Track t, std::string_view cat, std::string_view name, int64_t ts_ns,
+                          std::string_view args);
+// A flow arrow from (t, ts_ns) of flow_begin to the slice of flow_end's track that encloses or
+// starts at its ts_ns; `id` pairs them (flow_id()).
+CHANFLOW_API uint64_t flow_id() noexcept;
+CHANFLOW_API void flow_begin(Track t, std::string_view cat, std::string_view name, uint64_t id,
+                             int64_t ts_ns, std::string_view args = {});
+CHANFLOW_API void flow_end(Track t, std::string_view cat, std::string_view name, uint64_t id,
+                           int64_t ts_ns);
+
+// A slice on `t` from construction to destruction (nothing when off at construction). `cat` must
+// outlive it (a string literal).
+class ScopedSlice {
+ public:
+  ScopedSlice(Track t, std::string_view cat, std::string name)
+      : t_(t), cat_(cat), name_(std::move(name)), begin_(enabled() ? now_ns() : -1) {}
+  ScopedSlice(const ScopedSlice&) = delete;
+  ScopedSlice& operator=(const ScopedSlice&) = delete;
+  ~ScopedSlice() {
+    if (begin_ >= 0) slice(t_, cat_, name_, begin_, now_ns());
+  }
+
+ private:
+  Track t_;
+  std::string_view cat_;
+  std::string name_;
+  int64_t begin_;
+};
 
 }  // namespace chanflow::trace

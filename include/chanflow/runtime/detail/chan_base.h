@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <new>
 #include <optional>
+#include <string>
 #include <type_traits>
 #include <utility>
 
@@ -78,6 +79,18 @@ class CHANFLOW_API ChanBase {
   std::size_t size() const noexcept { return count_.load(std::memory_order_relaxed); }
   bool closed() const noexcept { return closed_.load(std::memory_order_acquire); }
 
+  // The name traces show for this channel (the program's or caller's name for it; empty: "#<id>").
+  // Set it before the channel is shared with other threads; not thread-safe.
+  void set_name(std::string name) { name_ = std::move(name); }
+  const std::string& name() const noexcept { return name_; }
+  // Marks this channel as a Context's done channel: traces show a wait on it as a "context" wait
+  // and its close as a "cancel". Before the channel is shared.
+  void set_context_done() noexcept { context_done_ = true; }
+  bool is_context_done() const noexcept { return context_done_; }
+  // A process-unique id, allocated on first call (traces show an unnamed channel as "#<id>").
+  // Thread-safe.
+  uint64_t trace_id() const noexcept;
+
  private:
   // The channel algorithm (src/runtime/chan_ops.h: chan.cc and select.cc use it) and the
   // lock-free readiness checks below; a test peer breaks invariants on purpose.
@@ -103,7 +116,8 @@ class CHANFLOW_API ChanBase {
 
   // Mutable state is guarded by lock_ (checked by Clang's analysis). closed_ and count_ are written
   // only under lock_ too, but are atomics read without it (size(), closed(), the readiness checks),
-  // so they carry no GUARDED_BY. cap_ and ops_ never change.
+  // so they carry no GUARDED_BY. cap_ and ops_ never change; name_ and context_done_ are set before
+  // the channel is shared (set_name, set_context_done).
   mutable os::SpinLock lock_;
   std::atomic<bool> closed_{false};
   std::atomic<std::size_t> count_{0};
@@ -114,6 +128,9 @@ class CHANFLOW_API ChanBase {
   const ElemOps* const ops_;
   WaitQueue recvq_ CHANFLOW_GUARDED_BY(lock_);
   WaitQueue sendq_ CHANFLOW_GUARDED_BY(lock_);
+  std::string name_;
+  mutable std::atomic<uint64_t> trace_id_{0};
+  bool context_done_ = false;
 };
 
 // Lock-free "could a receive proceed?" — Go's `empty(c)` fast path of a non-blocking receive. Never
