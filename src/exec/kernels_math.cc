@@ -225,9 +225,7 @@ std::vector<TensorInfo> infer_reduce(const ReduceAttrs& a, const OpDesc& op,
       o.shape.push_back(1);
     }
   }
-  const bool is_float =
-      x.dtype == DType::kFloat16 || x.dtype == DType::kFloat32 || x.dtype == DType::kFloat64;
-  o.dtype = is_float ? x.dtype : (kMean ? DType::kFloat64 : DType::kInt64);
+  o.dtype = is_floating(x.dtype) ? x.dtype : (kMean ? DType::kFloat64 : DType::kInt64);
   return {o};
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "chanflow/ir/var_type.h"
+#include "chanflow/tensor/detail/dispatch.h"
 #include "chanflow/tensor/ops.h"
 #include "kernel.h"
 
@@ -151,38 +152,19 @@ void increment(Tensor& t, double step) {
                           << var_type_name(var_type_from_dtype(t.dtype())) << " X can add ("
                           << dtype_range_text(t.dtype()) << ")";
   }
-  switch (t.dtype()) {
-    case DType::kInt8:
-      add_in_place<int8_t>(t, step);
-      break;
-    case DType::kInt16:
-      add_in_place<int16_t>(t, step);
-      break;
-    case DType::kInt32:
-      add_in_place<int32_t>(t, step);
-      break;
-    case DType::kInt64:
-      add_in_place<int64_t>(t, step);
-      break;
-    case DType::kUInt8:
-      add_in_place<uint8_t>(t, step);
-      break;
-    case DType::kFloat32:
-      add_in_place<float>(t, step);
-      break;
-    case DType::kFloat64:
-      add_in_place<double>(t, step);
-      break;
-    case DType::kFloat16: {
+  detail::dispatch_dtype(t.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_same_v<T, bool>) {
+      CHANFLOW_THROW(TypeError) << "increment: a BOOL tensor cannot be incremented";
+    } else if constexpr (std::is_same_v<T, Half>) {
       Half* p = t.data<Half>();
       for (int64_t i = 0; i < t.numel(); ++i) {
         p[i] = Half(static_cast<float>(static_cast<double>(static_cast<float>(p[i])) + step));
       }
-      break;
+    } else {
+      add_in_place<T>(t, step);
     }
-    case DType::kBool:
-      CHANFLOW_THROW(TypeError) << "increment: a BOOL tensor cannot be incremented";
-  }
+  });
 }
 
 struct IncrementAttrs {
@@ -216,10 +198,6 @@ void run_increment(const PreparedOp& op, const IncrementAttrs& a, Frame& f) {
   write_out(op, f, 0, std::move(t));
 }
 
-bool is_float(DType d) {
-  return d == DType::kFloat16 || d == DType::kFloat32 || d == DType::kFloat64;
-}
-
 struct ScaleAttrs {
   double scale = 1;
   double bias = 0;
@@ -232,7 +210,7 @@ struct ScaleAttrs {
 void run_scale(const PreparedOp& op, const ScaleAttrs& a, Frame& f) {
   Tensor x = read_tensor(op, f, 0);
   const KernelOptions o = kernel_options(f, x.numel());
-  const DType work = is_float(x.dtype()) ? x.dtype() : DType::kFloat64;
+  const DType work = is_floating(x.dtype()) ? x.dtype() : DType::kFloat64;
   Tensor xv = work == x.dtype() ? x : cast(x, work, o);
   Tensor s = Tensor::scalar(a.scale, work), b = Tensor::scalar(a.bias, work);
   Tensor r = a.bias_after_scale ? add(mul(xv, s, o), b, o) : mul(add(xv, b, o), s, o);

@@ -9,6 +9,8 @@
 
 #include "chanflow/core/error.h"
 #include "chanflow/exec.h"
+#include "chanflow/exec/channels.h"
+#include "chanflow/ir/builder.h"
 #include "chanflow/ir/op_schema.h"
 
 namespace cf = chanflow;
@@ -100,6 +102,42 @@ TEST(OpTable, InferenceOfAMistypedAttributeNamesOpAndAttribute) {
   // Omitted attributes are the schema's defaults: reduce_sum's dim [0].
   const cf::OpDesc red = cf::OpDesc::make("reduce_sum", {{"X", {"a"}}}, {{"Out", {"c"}}});
   EXPECT_EQ(cf::infer_op(red, {{DType::kFloat32, {3, 4}}})[0].shape, (std::vector<int64_t>{4}));
+}
+
+// A channel's element type is carried as values (kind, dtype), and binding a channel to a program
+// variable compares those, not the key's text.
+TEST(ChannelElem, CarriedAsValues) {
+  using Kind = cf::ChannelElem::Kind;
+  const cf::ChannelElem i64 = cf::channel_elem(*cf::make_tensor_channel(DType::kInt64).get());
+  EXPECT_EQ(i64.kind, Kind::kTensor);
+  EXPECT_EQ(i64.dtype, DType::kInt64);
+  EXPECT_EQ(cf::channel_elem(*cf::make_channel_of("Tensor(float16)").get()).dtype, DType::kFloat16);
+  const cf::ChannelElem any = cf::channel_elem(*cf::Channel::make<cf::TensorObj>().get());
+  EXPECT_EQ(any.kind, Kind::kTensor);
+  EXPECT_FALSE(any.dtype.has_value());
+  EXPECT_EQ(cf::channel_elem(*cf::Channel::make<cf::ChannelObj>().get()).kind, Kind::kChannel);
+  EXPECT_EQ(cf::channel_elem(*cf::make_channel_of("Object").get()).kind, Kind::kOther);
+
+  cf::ProgramBuilder b;
+  cf::Var c = b.declare_channel("c", cf::VarType::kInt64, 1);
+  b.channel_send(c, b.fill_constant({1}, DType::kInt64, 7));
+  const cf::Program p = b.build();
+  cf::Executor ex;
+  for (const cf::Channel& ok :
+       {cf::make_tensor_channel(DType::kInt64, 1), cf::Channel::make<cf::TensorObj>(1)}) {
+    ex.run(p, {}, {}, {{"c", ok}});
+    EXPECT_EQ(ok.try_recv()->as<cf::TensorObj>()->dtype(), DType::kInt64);
+  }
+  for (const cf::Channel& bad :
+       {cf::make_tensor_channel(DType::kFloat32, 1), cf::Channel::make<cf::ChannelObj>(1),
+        cf::make_channel_of("Object", 1)}) {
+    try {
+      ex.run(p, {}, {}, {{"c", bad}});
+      ADD_FAILURE() << "no error for " << bad->elem_type();
+    } catch (const cf::TypeError& e) {
+      EXPECT_TRUE(contains(e.what(), "the variable is a channel of INT64")) << e.what();
+    }
+  }
 }
 
 }  // namespace
