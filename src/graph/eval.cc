@@ -8,11 +8,6 @@
 namespace chanflow::detail {
 namespace {
 
-// Large kernels are split so a cancelled run stops between chunks instead of finishing the op:
-// about 0.1-1 ms of work per chunk, so the check costs nothing measurable.
-constexpr int64_t kChunkElements = int64_t{1} << 18;      // elementwise/reduction elements
-constexpr int64_t kChunkMultiplyAdds = int64_t{1} << 24;  // matmul
-
 Tensor sum_to_kernel(const Tensor& a, const Shape& target, DType dtype, const KernelOptions& o) {
   const Shape& s = a.shape();
   const std::size_t lead = s.size() - target.size();
@@ -81,12 +76,10 @@ Tensor eval_node(const NodeData& n, const Tensor* in, const Context* ctx, Tensor
       work = shape_numel(n.shape) *
              (n.operands.size() == 2 && !in[0].shape().empty() ? in[0].shape().back() : 1);
     }
-    const int64_t chunk = n.op == OpKind::kMatmul ? kChunkMultiplyAdds : kChunkElements;
-    if (work > chunk) {
-      check_context(*ctx);
-      o.between_chunks = [ctx] { check_context(*ctx); };
-      o.chunk_elements = chunk;
-    }
+    // Large kernels are split so a cancelled run stops between chunks instead of finishing the
+    // op (the tensor layer's chunking policy, shared with the executor).
+    const WorkKind kind = n.op == OpKind::kMatmul ? WorkKind::kMultiplyAdds : WorkKind::kElements;
+    if (chunk_by_policy(o, work, kind, [ctx] { check_context(*ctx); })) check_context(*ctx);
   }
   if (reuse.defined()) o.out = std::move(reuse);
   Tensor r;
