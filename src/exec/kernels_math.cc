@@ -311,6 +311,7 @@ std::vector<KernelRow> math_kernels() {
       op<N, run_unary<relu>, bind_x_out, infer_unary<false>>("relu"),
       op<N, run_unary<sigmoid>, bind_x_out, infer_unary<true>>("sigmoid"),
       op<N, run_unary<tanh>, bind_x_out, infer_unary<true>>("tanh"),
+      op<N, run_unary<softplus>, bind_x_out, infer_unary<true>>("softplus"),
       op<A, run_softmax, bind_x_out, infer_unary<true, false, A>>("softmax"),
       op<ReduceAttrs, run_reduce<sum>, bind_x_out, infer_reduce<false>>("reduce_sum"),
       op<ReduceAttrs, run_reduce<mean>, bind_x_out, infer_reduce<true>>("reduce_mean"),

@@ -317,6 +317,18 @@ struct SigmoidF {
     }
   }
 };
+struct SoftplusF {
+  template <class C>
+  static C f(C a) {
+    if constexpr (!std::is_floating_point_v<C>) {
+      return a;  // never dispatched: float-valued functions run in float_result_type
+    } else {
+      // exp only ever sees a non-positive number; NaN takes the second branch and stays NaN.
+      if (a > C{0}) return a + std::log1p(std::exp(-a));
+      return std::log1p(std::exp(a));
+    }
+  }
+};
 struct NotF {
   template <class C>
   static bool f(C a) {
@@ -494,6 +506,9 @@ Tensor tanh(const Tensor& a, const KernelOptions& opts) {
 }
 Tensor sigmoid(const Tensor& a, const KernelOptions& opts) {
   return float_unary<SigmoidF>("sigmoid", a, opts);
+}
+Tensor softplus(const Tensor& a, const KernelOptions& opts) {
+  return float_unary<SoftplusF>("softplus", a, opts);
 }
 
 }  // namespace chanflow

@@ -113,6 +113,9 @@ CHANFLOW_API Tensor sqrt(const Tensor& a, const KernelOptions& opts = {});
 CHANFLOW_API Tensor tanh(const Tensor& a, const KernelOptions& opts = {});
 // 1 / (1 + exp(-a)), computed without overflow for large |a|.
 CHANFLOW_API Tensor sigmoid(const Tensor& a, const KernelOptions& opts = {});
+// log(1 + exp(a)), computed as max(a, 0) + log1p(exp(-|a|)): no overflow for large a, and full
+// relative precision for very negative a (where 1 + exp(a) rounds to 1).
+CHANFLOW_API Tensor softplus(const Tensor& a, const KernelOptions& opts = {});
 
 // ---- reductions over `axes` (empty: all) ----
 // sum: bool/integers give int64 (NumPy gives uint64 for uint8; chanflow has no uint64), floats
