@@ -201,13 +201,13 @@ std::vector<TensorInfo> infer_unary(const A&, const OpDesc& op, const std::vecto
 }
 
 template <bool kMean>
-std::vector<TensorInfo> infer_reduce(const ReduceAttrs& a, const OpDesc& op,
+std::vector<TensorInfo> infer_reduce(const ReduceAttrs& attrs, const OpDesc& op,
                                      const std::vector<TensorInfo>& in) {
   need(in, 1, op);
   const TensorInfo& x = in[0];
-  const bool all = a.reduce_all;
-  const bool keep = a.keep_dim;
-  const std::vector<int64_t>& dims = a.dim;
+  const bool all = attrs.reduce_all;
+  const bool keep = attrs.keep_dim;
+  const std::vector<int64_t>& dims = attrs.dim;
   const auto nd = static_cast<int64_t>(x.shape.size());
   std::vector<bool> red(static_cast<size_t>(nd), all || dims.empty());
   for (int64_t d : dims) {
