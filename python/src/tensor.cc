@@ -56,27 +56,9 @@ bool dtype_from_numpy(const py::dtype& dt, DType* out) {
   const bool native = order == '=' || order == '|' ||
                       (order == '<') == (std::endian::native == std::endian::little);
   if (!native || dt.has_fields()) return false;
-  switch (kind) {
-    case 'b':
-      if (size == 1) return *out = DType::kBool, true;
-      return false;
-    case 'i':
-      if (size == 1) return *out = DType::kInt8, true;
-      if (size == 2) return *out = DType::kInt16, true;
-      if (size == 4) return *out = DType::kInt32, true;
-      if (size == 8) return *out = DType::kInt64, true;
-      return false;
-    case 'u':
-      if (size == 1) return *out = DType::kUInt8, true;
-      return false;
-    case 'f':
-      if (size == 2) return *out = DType::kFloat16, true;
-      if (size == 4) return *out = DType::kFloat32, true;
-      if (size == 8) return *out = DType::kFloat64, true;
-      return false;
-    default:
-      return false;
-  }
+  const std::optional<DType> d = dtype_from_kind(kind, size);  // CHANFLOW_DTYPES' kind column
+  if (d) *out = *d;
+  return d.has_value();
 }
 
 std::string dtype_repr(const py::dtype& dt) { return dt.attr("__str__")().cast<std::string>(); }

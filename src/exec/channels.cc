@@ -20,28 +20,16 @@ bool is_tensor_of(const Object* o) {
 
 // ChannelObj's element check is a plain function pointer (checked on every send), so each dtype
 // gets its own instantiation.
+#define CHANFLOW_DTYPE_CHECK(e, ...) &is_tensor_of<DType::e>,
+constexpr ChannelObj::ElemCheck kTensorChecks[kNumDTypes] = {CHANFLOW_DTYPES(CHANFLOW_DTYPE_CHECK)};
+#undef CHANFLOW_DTYPE_CHECK
+
 ChannelObj::ElemCheck tensor_check(DType d) {
-  switch (d) {
-    case DType::kBool:
-      return &is_tensor_of<DType::kBool>;
-    case DType::kInt8:
-      return &is_tensor_of<DType::kInt8>;
-    case DType::kInt16:
-      return &is_tensor_of<DType::kInt16>;
-    case DType::kInt32:
-      return &is_tensor_of<DType::kInt32>;
-    case DType::kInt64:
-      return &is_tensor_of<DType::kInt64>;
-    case DType::kUInt8:
-      return &is_tensor_of<DType::kUInt8>;
-    case DType::kFloat16:
-      return &is_tensor_of<DType::kFloat16>;
-    case DType::kFloat32:
-      return &is_tensor_of<DType::kFloat32>;
-    case DType::kFloat64:
-      return &is_tensor_of<DType::kFloat64>;
+  const auto i = static_cast<size_t>(d);
+  if (i >= static_cast<size_t>(kNumDTypes)) {
+    throw TypeError("make_tensor_channel: unknown dtype " + std::to_string(i));
   }
-  throw TypeError("make_tensor_channel: unknown dtype " + std::to_string(static_cast<int>(d)));
+  return kTensorChecks[i];
 }
 
 constexpr std::string_view kChoices =
@@ -53,7 +41,19 @@ constexpr std::string_view kChoices =
 Channel make_tensor_channel(DType dtype, std::size_t capacity) {
   return Channel(make_object<ChannelObj>(
       capacity, std::string(TensorObj::kTypeKey) + "(" + std::string(dtype_name(dtype)) + ")",
-      tensor_check(dtype)));
+      tensor_check(dtype), TensorObj::runtime_type_index(), static_cast<int32_t>(dtype)));
+}
+
+ChannelElem channel_elem(const ChannelObj& ch) noexcept {
+  ChannelElem e;
+  e.type_index = ch.elem_type_index();
+  if (e.type_index == TensorObj::runtime_type_index()) {
+    e.kind = ChannelElem::Kind::kTensor;
+    if (ch.elem_subtype() >= 0) e.dtype = static_cast<DType>(ch.elem_subtype());
+  } else if (e.type_index == ChannelObj::runtime_type_index()) {
+    e.kind = ChannelElem::Kind::kChannel;
+  }
+  return e;
 }
 
 std::string_view channel_elem_choices() noexcept { return kChoices; }
@@ -68,13 +68,13 @@ Channel make_channel_of(std::string_view elem, std::size_t capacity) {
   if (elem == StringObj::kTypeKey) return Channel::make<StringObj>(capacity);
   if (elem == ArrayObj::kTypeKey) return Channel::make<ArrayObj>(capacity);
   if (elem == MapObj::kTypeKey) return Channel::make<MapObj>(capacity);
+  // "Tensor(<dtype>)": the key's text is parsed here, at the boundary, and nowhere else.
   const std::string_view prefix = "Tensor(";
   if (elem.size() > prefix.size() + 1 && elem.substr(0, prefix.size()) == prefix &&
       elem.back() == ')') {
     const std::string_view name = elem.substr(prefix.size(), elem.size() - prefix.size() - 1);
-    for (int i = 0; i < kNumDTypes; ++i) {
-      const auto d = static_cast<DType>(i);
-      if (dtype_name(d) == name) return make_tensor_channel(d, capacity);
+    for (const DTypeInfo& i : kDTypeTable) {
+      if (i.name == name) return make_tensor_channel(i.dtype, capacity);
     }
   }
   throw TypeError("no channel element type '" + std::string(elem) + "': expected " +

@@ -1,10 +1,10 @@
-// control_flow.cc — while, conditional_block, go and select.
-//
-// Prepared fields: sub_block. while: in = {Condition}. conditional_block: in = X (all), b0 =
-// is_scalar_condition. go: binds (outer variable -> slot of the go block's scope), escapes.
-// select: in = {case_to_execute}, cases.
+// control_flow.cc — while, conditional_block, go and select: one row each in
+// control_flow_kernels() (kernel.h). Their bind functions fill PreparedOp's structural fields:
+// sub_block (all four); while: in = {Condition}; conditional_block: in = X (all); go: binds (outer
+// variable -> slot of the go block's scope), escapes; select: in = {case_to_execute}, cases.
 #include <optional>
 #include <span>
+#include <tuple>
 
 #include "chanflow/runtime/channel.h"
 #include "chanflow/runtime/select.h"
@@ -14,12 +14,12 @@
 namespace chanflow::exec_detail {
 namespace {
 
-void prep_sub_block(PrepareCtx& c) {
+void bind_sub_block(PrepareCtx& c) {
   c.op().sub_block = static_cast<int32_t>(c.attr("sub_block").as_block());
 }
 
 // ---- while ---------------------------------------------------------------------------------
-void run_while(const PreparedOp& op, Frame& f) {
+void run_while(const PreparedOp& op, const NoAttrs&, Frame& f) {
   if (!scalar_true(read_tensor(op, f, 0), "while: Condition")) return;
   // One scope for the body, reused by every iteration (like a Go loop body's variables).
   Scope body =
@@ -28,15 +28,21 @@ void run_while(const PreparedOp& op, Frame& f) {
     run_block(*f.rs, op.sub_block, body.get(), f.thread);
   } while (scalar_true(read_tensor(op, f, 0), "while: Condition"));
 }
-void prep_while(PrepareCtx& c) {
+void bind_while(PrepareCtx& c) {
   c.in("Condition");
-  prep_sub_block(c);
+  bind_sub_block(c);
 }
 
 // ---- conditional_block -----------------------------------------------------------------------
-void run_conditional_block(const PreparedOp& op, Frame& f) {
+struct ConditionalBlockAttrs {
+  bool is_scalar_condition = false;
+  static constexpr auto kFields =
+      std::tuple{field("is_scalar_condition", &ConditionalBlockAttrs::is_scalar_condition)};
+};
+
+void run_conditional_block(const PreparedOp& op, const ConditionalBlockAttrs& a, Frame& f) {
   bool go_on = true;
-  if (op.b0) {
+  if (a.is_scalar_condition) {
     go_on = scalar_true(read_tensor(op, f, 0), "conditional_block: X");
   } else {
     for (size_t k = 0; k < op.in.size() && go_on; ++k) go_on = read_tensor(op, f, k).numel() > 0;
@@ -46,17 +52,16 @@ void run_conditional_block(const PreparedOp& op, Frame& f) {
       Scope::make(scope_ref(f.scope), f.rs->prog->blocks[static_cast<size_t>(op.sub_block)].names);
   run_block(*f.rs, op.sub_block, body.get(), f.thread);
 }
-void prep_conditional_block(PrepareCtx& c) {
+void bind_conditional_block(PrepareCtx& c) {
   for (const std::string& x : c.desc().input("X")) {
     c.op().in.push_back(c.resolve(x));
     c.op().in_names.push_back(x);
   }
-  c.op().b0 = c.attr_bool("is_scalar_condition");
-  prep_sub_block(c);
+  bind_sub_block(c);
 }
 
 // ---- go --------------------------------------------------------------------------------------
-void run_go(const PreparedOp& op, Frame& f) {
+void run_go(const PreparedOp& op, const NoAttrs&, Frame& f) {
   RunState& rs = *f.rs;
   // Reserve a place among the run's live green threads first (given back in finish, or below
   // when the spawn fails). Relaxed: a count that only bounds, publishing nothing; concurrent go
@@ -119,8 +124,8 @@ void run_go(const PreparedOp& op, Frame& f) {
   unreserve.rs = nullptr;
 }
 
-void prep_go(PrepareCtx& c) {
-  prep_sub_block(c);
+void bind_go(PrepareCtx& c) {
+  bind_sub_block(c);
   const int32_t sub = c.op().sub_block;
   const size_t declared = c.program().program.block(sub)->vars.size();
   for (const std::string& x : c.desc().input("X")) {
@@ -146,7 +151,7 @@ Channel read_channel(const Frame& f, VarRef r, const std::string& name) {
   return Channel(detail::ObjectUnsafe::move_ptr(std::move(v)));
 }
 
-void run_select(const PreparedOp& op, Frame& f) {
+void run_select(const PreparedOp& op, const NoAttrs&, Frame& f) {
   const size_t n = op.cases.size();
   std::vector<Channel> chans(n);
   std::vector<ObjectRef> sends(n);
@@ -212,20 +217,22 @@ void run_select(const PreparedOp& op, Frame& f) {
 void prep_select_cases(PrepareCtx& c);  // select_prepare.cc
 
 namespace {
-void prep_select(PrepareCtx& c) {
+void bind_select(PrepareCtx& c) {
   c.in("case_to_execute");
-  prep_sub_block(c);
+  bind_sub_block(c);
   prep_select_cases(c);
 }
 
 }  // namespace
 
-std::vector<KernelEntry> control_flow_kernels() {
+std::vector<KernelRow> control_flow_kernels() {
+  using N = NoAttrs;
+  using CondA = ConditionalBlockAttrs;
   return {
-      {"while", &run_while, &prep_while, nullptr},
-      {"conditional_block", &run_conditional_block, &prep_conditional_block, nullptr},
-      {"go", &run_go, &prep_go, nullptr},
-      {"select", &run_select, &prep_select, nullptr},
+      op<N, run_while, bind_while>("while"),
+      op<CondA, run_conditional_block, bind_conditional_block>("conditional_block"),
+      op<N, run_go, bind_go>("go"),
+      op<N, run_select, bind_select>("select"),
   };
 }
 

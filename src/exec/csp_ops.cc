@@ -1,12 +1,9 @@
 // csp_ops.cc — channel_create, channel_send, channel_recv, channel_close on the runtime's
 // type-erased Channel. Every blocking operation also waits on the run's cancellation, so a
-// failure elsewhere (or a detected deadlock) wakes it.
-//
-// Prepared fields: channel_create: out = {Out}, i0 = data_type, i1 = capacity. channel_send:
-// in = {Channel, X}, out = {Status}. channel_recv: in = {Channel}, out = {Out, Status}.
-// channel_close: in = {Channel}.
+// failure elsewhere (or a detected deadlock) wakes it. One row each in csp_kernels() (kernel.h).
 #include <optional>
 #include <span>
+#include <tuple>
 
 #include "chanflow/exec/channels.h"
 #include "chanflow/runtime/channel.h"
@@ -44,19 +41,22 @@ void wait_or_cancel(const Frame& f, SelectCase c) {
   }
 }
 
-void run_channel_create(const PreparedOp& op, Frame& f) {
-  Channel ch = make_channel(op.i0, op.i1);
+struct ChannelCreateAttrs {
+  int64_t data_type = -1;  // an element VarType, LOD_TENSOR or CHANNEL (the schema checks it)
+  int64_t capacity = 0;
+  static constexpr auto kFields = std::tuple{field("data_type", &ChannelCreateAttrs::data_type),
+                                             field("capacity", &ChannelCreateAttrs::capacity)};
+};
+
+void run_channel_create(const PreparedOp& op, const ChannelCreateAttrs& a, Frame& f) {
+  Channel ch = make_channel(a.data_type, a.capacity);
   // Traces name the channel by its variable (not shared yet: set_name's precondition).
   if (!op.out_names.empty()) ch.base()->set_name(op.out_names[0]);
   write_out(op, f, 0, std::move(ch));
 }
-void prep_channel_create(PrepareCtx& c) {
-  c.out("Out");
-  c.op().i0 = c.attr_int("data_type");
-  c.op().i1 = c.attr_int("capacity");
-}
+void bind_channel_create(PrepareCtx& c) { c.out("Out"); }
 
-void run_channel_send(const PreparedOp& op, Frame& f) {
+void run_channel_send(const PreparedOp& op, const NoAttrs&, Frame& f) {
   Channel ch = channel_in(op, f);
   ObjectRef v = read_var(f, op.in[1]);
   if (!v.defined()) {
@@ -75,13 +75,13 @@ void run_channel_send(const PreparedOp& op, Frame& f) {
   }
   if (op.out[0].valid()) write_out(op, f, 0, Tensor::full({1}, 1.0, DType::kBool));
 }
-void prep_channel_send(PrepareCtx& c) {
+void bind_channel_send(PrepareCtx& c) {
   c.in("Channel");
   c.in("X");
   c.out("Status");
 }
 
-void run_channel_recv(const PreparedOp& op, Frame& f) {
+void run_channel_recv(const PreparedOp& op, const NoAttrs&, Frame& f) {
   Channel ch = channel_in(op, f);
   std::optional<ObjectRef> got;
   wait_or_cancel(f, ch.select_recv(got));
@@ -89,14 +89,14 @@ void run_channel_recv(const PreparedOp& op, Frame& f) {
   write_out(op, f, 0, ok ? std::move(*got) : zero_value(op.out_decl));
   if (op.out[1].valid()) write_out(op, f, 1, Tensor::full({1}, ok ? 1.0 : 0.0, DType::kBool));
 }
-void prep_channel_recv(PrepareCtx& c) {
+void bind_channel_recv(PrepareCtx& c) {
   c.in("Channel");
   c.out("Out");
   c.out("Status");
   c.op().out_decl = find_decl(c, c.op().out_names[0]);
 }
 
-void run_channel_close(const PreparedOp& op, Frame& f) {
+void run_channel_close(const PreparedOp& op, const NoAttrs&, Frame& f) {
   Channel ch = channel_in(op, f);
   if (!ch.defined()) {
     CHANFLOW_THROW(ChannelClosedError) << "close of nil channel '" << op.in_names[0]
@@ -111,16 +111,17 @@ void run_channel_close(const PreparedOp& op, Frame& f) {
            "believe they end the stream)";
   }
 }
-void prep_channel_close(PrepareCtx& c) { c.in("Channel"); }
+void bind_channel_close(PrepareCtx& c) { c.in("Channel"); }
 
 }  // namespace
 
-std::vector<KernelEntry> csp_kernels() {
+std::vector<KernelRow> csp_kernels() {
+  using N = NoAttrs;
   return {
-      {"channel_create", &run_channel_create, &prep_channel_create, nullptr},
-      {"channel_send", &run_channel_send, &prep_channel_send, nullptr},
-      {"channel_recv", &run_channel_recv, &prep_channel_recv, nullptr},
-      {"channel_close", &run_channel_close, &prep_channel_close, nullptr},
+      op<ChannelCreateAttrs, run_channel_create, bind_channel_create>("channel_create"),
+      op<N, run_channel_send, bind_channel_send>("channel_send"),
+      op<N, run_channel_recv, bind_channel_recv>("channel_recv"),
+      op<N, run_channel_close, bind_channel_close>("channel_close"),
   };
 }
 

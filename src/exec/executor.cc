@@ -11,6 +11,7 @@
 
 #include "chanflow/core/check.h"
 #include "chanflow/core/error.h"
+#include "chanflow/exec/channels.h"
 #include "chanflow/ir/var_type.h"
 #include "kernel.h"
 #include "run_state.h"
@@ -102,19 +103,18 @@ void feed_vars(const PreparedProgram& p, const Scope& root,
   }
 }
 
-// The element type key a channel bound to a CHANNEL variable declared with `data_type` must have.
-bool channel_fits(int64_t data_type, const std::string& elem) {
+// Whether a channel carrying `elem` may be bound to a CHANNEL variable declared with `data_type`.
+bool channel_fits(int64_t data_type, const ChannelElem& elem) {
   // A channel variable declared without an element type (Fluid's make_channel) takes any channel:
   // what it carries is the channel's business.
   if (data_type == -1) return true;
-  if (data_type == static_cast<int64_t>(VarType::kChannel)) return elem == ChannelObj::kTypeKey;
-  if (elem == TensorObj::kTypeKey) return true;  // LOD_TENSOR, or an element type checked by ops
-  if (!is_valid_var_type(data_type) || !is_element_type(static_cast<VarType>(data_type))) {
-    return false;
+  if (data_type == static_cast<int64_t>(VarType::kChannel)) {
+    return elem.kind == ChannelElem::Kind::kChannel;
   }
-  return elem == "Tensor(" +
-                     std::string(dtype_name(dtype_from_var_type(static_cast<VarType>(data_type)))) +
-                     ")";
+  if (elem.kind != ChannelElem::Kind::kTensor) return false;
+  if (!elem.dtype) return true;  // any tensor: LOD_TENSOR, or an element type checked by ops
+  return is_valid_var_type(data_type) && is_element_type(static_cast<VarType>(data_type)) &&
+         *elem.dtype == dtype_from_var_type(static_cast<VarType>(data_type));
 }
 
 void feed_channels(const PreparedProgram& p, const Scope& root,
@@ -127,7 +127,7 @@ void feed_channels(const PreparedProgram& p, const Scope& root,
                                 << var_type_name(v->var_type()) << ", not a channel";
     }
     if (!ch.defined()) CHANFLOW_THROW(Error) << "channel feed '" << name << "': null channel";
-    if (!channel_fits(v->data_type, ch->elem_type())) {
+    if (!channel_fits(v->data_type, channel_elem(*ch.get()))) {
       const std::string declared =
           is_valid_var_type(v->data_type)
               ? std::string(var_type_name(static_cast<VarType>(v->data_type)))

@@ -9,10 +9,15 @@
 #include "chanflow/core/error.h"
 #include "chanflow/exec/op_registry.h"
 #include "chanflow/ir/op_desc.h"
+#include "chanflow/tensor/ops.h"
 #include "chanflow/tensor/tensor.h"
+#include "op_attrs.h"
 #include "prepared.h"
 
 namespace chanflow::exec_detail {
+
+// Throws CanceledError when the run has been canceled (run_block.cc).
+void throw_if_canceled(const RunState& rs);
 
 // The program's variable names, resolved once for every block (prepare.cc).
 struct NameTables;
@@ -20,11 +25,12 @@ struct NameTables;
 // Resolves names while an op is prepared.
 class PrepareCtx {
  public:
-  PrepareCtx(const PreparedProgram& prog, const OpDesc& desc, PreparedOp& op,
-             const NameTables& names)
-      : prog_(prog), desc_(desc), op_(op), names_(names) {}
+  PrepareCtx(const PreparedProgram& prog, const OpDesc& desc, const OpSchema& schema,
+             PreparedOp& op, const NameTables& names)
+      : prog_(prog), desc_(desc), schema_(schema), op_(op), names_(names) {}
 
   const OpDesc& desc() const { return desc_; }
+  const OpSchema& schema() const { return schema_; }
   PreparedOp& op() { return op_; }
   const PreparedOp& op() const { return op_; }
   const PreparedProgram& program() const { return prog_; }
@@ -41,11 +47,7 @@ class PrepareCtx {
     std::vector<std::string> names = desc_.output(param);
     push(op_.out, op_.out_names, names);
   }
-  int64_t attr_int(const char* name) const { return attr(name).as_int(); }
-  double attr_float(const char* name) const { return attr(name).as_float(); }
-  bool attr_bool(const char* name) const { return attr(name).as_bool(); }
-  std::vector<int64_t> attr_ints(const char* name) const { return attr(name).as_ints(); }
-  std::string attr_string(const char* name) const { return attr(name).as_string(); }
+  // The op's attribute `name`, or its schema's default (fails the op when neither exists).
   Attr attr(const char* name) const;
 
  private:
@@ -61,32 +63,89 @@ class PrepareCtx {
   }
   const PreparedProgram& prog_;
   const OpDesc& desc_;
+  const OpSchema& schema_;
   PreparedOp& op_;
   const NameTables& names_;
 };
 
-using PrepareFn = void (*)(PrepareCtx& c);
-using InferFn = std::vector<TensorInfo> (*)(const OpDesc& op, const std::vector<TensorInfo>& in);
+// ---- kernel rows ---------------------------------------------------------------------------
+//
+// Every op the executor runs is one row of a kernel family's table (kernels_*.cc):
+//
+//   op<MatmulAttrs, run_matmul>("matmul", bind_xy_out, infer_matmul)
+//
+// names the op (whose schema, in the ir layer, declares its parameters and attributes), the
+// struct of attributes its kernel reads (op_attrs.h), the kernel `run(op, attrs, frame)`, the
+// function binding its parameters to variables (`bind(ctx)`: c.in("X"), c.out("Out")), and its
+// dtype/shape inference `infer(attrs, op, inputs)` (null for control flow and channel ops). The
+// row prepares the attributes once per op and runs the kernel with them: no kernel runs without
+// the attributes it was prepared with, and register_exec_kernels checks each row against its
+// schema (the op exists, every attribute field is declared with a type the field reads).
+
+using BindFn = void (*)(PrepareCtx& c);
+using PrepareFn = void (*)(PrepareCtx& c);  // bind, then read and store the attributes
+using InferFn = std::vector<TensorInfo> (*)(const OpDesc& op, const OpSchema* schema,
+                                            const std::vector<TensorInfo>& in);
+using CheckFn = void (*)(const OpSchema& schema);
+template <class A>
+using TypedRun = void (*)(const PreparedOp& op, const A& attrs, Frame& f);
+template <class A>
+using TypedInfer = std::vector<TensorInfo> (*)(const A& attrs, const OpDesc& op,
+                                               const std::vector<TensorInfo>& in);
+
+// One row (see above).
+struct KernelRow {
+  const char* type;
+  KernelFn run;
+  PrepareFn prepare;
+  InferFn infer;
+  CheckFn check;
+};
 
 // The extension attached to each schema.
 struct KernelDef : public OpExtension {
-  KernelDef(KernelFn r, PrepareFn p, InferFn i) : run(r), prepare(p), infer(i) {}
+  explicit KernelDef(const KernelRow& r) : run(r.run), prepare(r.prepare), infer(r.infer) {}
   KernelFn run;
   PrepareFn prepare;
   InferFn infer;  // null for control flow and channel ops
 };
 
-// One kernel family's table (each kernels_*.cc defines one).
-struct KernelEntry {
-  const char* type;
-  KernelFn run;
-  PrepareFn prepare;
-  InferFn infer;
-};
-std::vector<KernelEntry> math_kernels();
-std::vector<KernelEntry> tensor_kernels();
-std::vector<KernelEntry> control_flow_kernels();
-std::vector<KernelEntry> csp_kernels();
+namespace rows {
+template <class A, TypedRun<A> R>
+void run(const PreparedOp& op, Frame& f) {
+  R(op, op.attrs.get<A>(), f);
+}
+template <class A, BindFn B>
+void prepare(PrepareCtx& c) {
+  B(c);
+  c.op().attrs.set(read_attrs<A>(c.desc(), &c.schema()));
+}
+template <class A, TypedInfer<A> I>
+std::vector<TensorInfo> infer(const OpDesc& op, const OpSchema* schema,
+                              const std::vector<TensorInfo>& in) {
+  A attrs;
+  try {
+    attrs = read_attrs<A>(op, schema);
+  } catch (const TypeError& e) {
+    throw TypeError(op.type() + ": " + e.what());
+  }
+  return I(attrs, op, in);
+}
+}  // namespace rows
+
+// The row of op `type`: attributes A, kernel R, parameters bound by B, inference I (or none).
+template <class A, TypedRun<A> R, BindFn B, TypedInfer<A> I = nullptr>
+constexpr KernelRow op(const char* type) {
+  InferFn infer = nullptr;
+  if constexpr (I != nullptr) infer = &rows::infer<A, I>;
+  return KernelRow{type, &rows::run<A, R>, &rows::prepare<A, B>, infer, &check_fields<A>};
+}
+
+// The kernel families' tables.
+std::vector<KernelRow> math_kernels();
+std::vector<KernelRow> tensor_kernels();
+std::vector<KernelRow> control_flow_kernels();
+std::vector<KernelRow> csp_kernels();
 
 // ---- fast variable access ----------------------------------------------------------------
 inline ScopeObj* scope_at(ScopeObj* s, int32_t depth) {
@@ -128,5 +187,19 @@ Scope scope_ref(ScopeObj* s);
 
 // The DType of a VarType number attribute (TypeError otherwise).
 DType dtype_of_var_type_number(int64_t v);
+
+// Options for a kernel doing `work` units of `kind` in frame `f`: chunked by the tensor layer's
+// policy (chunk_by_policy), so that a canceled run stops between chunks of a large kernel instead
+// of finishing it. Small kernels get default options (no check).
+inline KernelOptions kernel_options(const Frame& f, int64_t work,
+                                    WorkKind kind = WorkKind::kElements) {
+  KernelOptions o;
+  chunk_by_policy(o, work, kind, [rs = f.rs] { throw_if_canceled(*rs); });
+  return o;
+}
+
+// The parameter bindings most ops share.
+void bind_x_out(PrepareCtx& c);   // X -> Out
+void bind_xy_out(PrepareCtx& c);  // X, Y -> Out
 
 }  // namespace chanflow::exec_detail

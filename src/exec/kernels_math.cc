@@ -1,13 +1,13 @@
 // kernels_math.cc — elementwise arithmetic, comparisons, logic, activations, softmax, reductions
-// and matmul, on the tensor layer's kernels.
-//
-// Prepared fields: in = {X[, Y]}, out = {Out}; i0 = axis (binary ops, softmax, arg_max); ints =
-// reduce dims; b0/b1 = keep_dim/reduce_all, keepdims/flatten (arg_max) or transpose_X/transpose_Y;
-// f0 = matmul alpha; dtype = arg_max's index type.
+// and matmul, on the tensor layer's kernels. Each op is one row of math_kernels() (kernel.h); its
+// attributes are the struct the row names.
 #include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <tuple>
+#include <type_traits>
+#include <vector>
 
 #include "chanflow/tensor/ops.h"
 #include "kernel.h"
@@ -32,81 +32,85 @@ Tensor align_y(const Tensor& x, const Tensor& y, int64_t axis) {
   return y.reshape(s);
 }
 
-template <Binary K>
-void run_binary(const PreparedOp& op, Frame& f) {
+// Fluid's broadcast `axis` of the elementwise and comparison ops.
+struct AxisAttrs {
+  int64_t axis = -1;
+  static constexpr auto kFields = std::tuple{field("axis", &AxisAttrs::axis)};
+};
+
+template <Binary K, class A>
+void run_binary(const PreparedOp& op, const A& a, Frame& f) {
   Tensor x = read_tensor(op, f, 0);
-  Tensor y = align_y(x, read_tensor(op, f, 1), op.i0);
-  KernelOptions o;
+  int64_t axis = -1;
+  if constexpr (std::is_same_v<A, AxisAttrs>) axis = a.axis;
+  Tensor y = align_y(x, read_tensor(op, f, 1), axis);
+  KernelOptions o = kernel_options(f, x.numel() + y.numel());
   o.out = take_output_buffer(op, f, 0);
   write_out(op, f, 0, K(x, y, o));
 }
 
 template <Unary K>
-void run_unary(const PreparedOp& op, Frame& f) {
+void run_unary(const PreparedOp& op, const NoAttrs&, Frame& f) {
   Tensor x = read_tensor(op, f, 0);
-  KernelOptions o;
+  KernelOptions o = kernel_options(f, x.numel());
   o.out = take_output_buffer(op, f, 0);
   write_out(op, f, 0, K(x, o));
 }
 
-void prep_binary(PrepareCtx& c) {
-  c.in("X");
-  c.in("Y");
-  c.out("Out");
-  c.op().i0 = c.desc().attr("axis") ? c.attr_int("axis") : -1;
-}
-void prep_unary(PrepareCtx& c) {
-  c.in("X");
-  c.out("Out");
+void run_softmax(const PreparedOp& op, const AxisAttrs& a, Frame& f) {
+  Tensor x = read_tensor(op, f, 0);
+  write_out(op, f, 0, softmax(x, a.axis, kernel_options(f, x.numel())));
 }
 
-void run_softmax(const PreparedOp& op, Frame& f) {
-  write_out(op, f, 0, softmax(read_tensor(op, f, 0), op.i0));
-}
-void prep_softmax(PrepareCtx& c) {
-  prep_unary(c);
-  c.op().i0 = c.attr_int("axis");
-}
+struct ReduceAttrs {
+  std::vector<int64_t> dim;
+  bool keep_dim = false;
+  bool reduce_all = false;
+  static constexpr auto kFields =
+      std::tuple{field("dim", &ReduceAttrs::dim), field("keep_dim", &ReduceAttrs::keep_dim),
+                 field("reduce_all", &ReduceAttrs::reduce_all)};
+};
 
 template <Tensor (*R)(const Tensor&, const Axes&, bool, const KernelOptions&)>
-void run_reduce(const PreparedOp& op, Frame& f) {
+void run_reduce(const PreparedOp& op, const ReduceAttrs& a, Frame& f) {
   Tensor x = read_tensor(op, f, 0);
-  Axes axes;
-  if (!op.b1) axes = op.ints;  // reduce_all: every axis
-  write_out(op, f, 0, R(x, axes, op.b0, KernelOptions{}));
-}
-void prep_reduce(PrepareCtx& c) {
-  prep_unary(c);
-  c.op().ints = c.attr_ints("dim");
-  c.op().b0 = c.attr_bool("keep_dim");
-  c.op().b1 = c.attr_bool("reduce_all");
+  static const Axes kAll;  // reduce_all: every axis
+  write_out(op, f, 0, R(x, a.reduce_all ? kAll : a.dim, a.keep_dim, kernel_options(f, x.numel())));
 }
 
 // Paddle's arg_max: `axis` must fit X's rank even when flatten (Paddle checks it too); flatten
 // gives shape [1] whatever keepdims says; INT32 indices need the searched extent to fit int32.
-void run_arg_max(const PreparedOp& op, Frame& f) {
+struct ArgMaxAttrs {
+  int64_t axis = 0;
+  bool keepdims = false;
+  bool flatten = false;
+  int64_t dtype_number = 3;     // as written: INT32 (2), INT64 (3) or -1 (INT64)
+  DType dtype = DType::kInt64;  // derived: the index dtype
+  static constexpr auto kFields = std::tuple{
+      field("axis", &ArgMaxAttrs::axis), field("keepdims", &ArgMaxAttrs::keepdims),
+      field("flatten", &ArgMaxAttrs::flatten), field("dtype", &ArgMaxAttrs::dtype_number)};
+  static void finish(ArgMaxAttrs& a) {
+    a.dtype = a.dtype_number == 2 ? DType::kInt32 : DType::kInt64;
+  }
+};
+
+void run_arg_max(const PreparedOp& op, const ArgMaxAttrs& a, Frame& f) {
   Tensor x = read_tensor(op, f, 0);
   const int64_t nd = x.ndim();
-  if (op.i0 < -nd || op.i0 >= nd) {
-    CHANFLOW_THROW(ShapeError) << "arg_max: axis " << op.i0 << " out of range for X ('"
+  if (a.axis < -nd || a.axis >= nd) {
+    CHANFLOW_THROW(ShapeError) << "arg_max: axis " << a.axis << " out of range for X ('"
                                << op.in_names[0] << "') of shape " << shape_to_string(x.shape());
   }
-  const int64_t axis = op.i0 < 0 ? op.i0 + nd : op.i0;
-  const int64_t extent = op.b1 ? x.numel() : x.shape()[static_cast<size_t>(axis)];
-  if (op.dtype == DType::kInt32 && extent > std::numeric_limits<int32_t>::max()) {
+  const int64_t axis = a.axis < 0 ? a.axis + nd : a.axis;
+  const int64_t extent = a.flatten ? x.numel() : x.shape()[static_cast<size_t>(axis)];
+  if (a.dtype == DType::kInt32 && extent > std::numeric_limits<int32_t>::max()) {
     CHANFLOW_THROW(ShapeError) << "arg_max: " << extent << " elements searched do not fit INT32 "
                                << "indices (use dtype INT64)";
   }
-  Tensor r = op.b1 ? argmax(x, std::nullopt, false).reshape({1}) : argmax(x, axis, op.b0);
-  write_out(op, f, 0, op.dtype == r.dtype() ? r : r.cast(op.dtype));
-}
-DType arg_max_dtype(int64_t v) { return v == 2 ? DType::kInt32 : DType::kInt64; }
-void prep_arg_max(PrepareCtx& c) {
-  prep_unary(c);
-  c.op().i0 = c.attr_int("axis");
-  c.op().b0 = c.attr_bool("keepdims");
-  c.op().b1 = c.attr_bool("flatten");
-  c.op().dtype = arg_max_dtype(c.attr_int("dtype"));
+  const KernelOptions o = kernel_options(f, x.numel());
+  Tensor r =
+      a.flatten ? argmax(x, std::nullopt, false, o).reshape({1}) : argmax(x, axis, a.keepdims, o);
+  write_out(op, f, 0, a.dtype == r.dtype() ? r : r.cast(a.dtype));
 }
 
 Tensor swap_last(const Tensor& t) {
@@ -117,22 +121,27 @@ Tensor swap_last(const Tensor& t) {
   return t.transpose(perm);
 }
 
-void run_matmul(const PreparedOp& op, Frame& f) {
+struct MatmulAttrs {
+  bool transpose_x = false;
+  bool transpose_y = false;
+  double alpha = 1.0;
+  static constexpr auto kFields = std::tuple{field("transpose_X", &MatmulAttrs::transpose_x),
+                                             field("transpose_Y", &MatmulAttrs::transpose_y),
+                                             field("alpha", &MatmulAttrs::alpha)};
+};
+
+void run_matmul(const PreparedOp& op, const MatmulAttrs& a, Frame& f) {
   Tensor x = read_tensor(op, f, 0);
   Tensor y = read_tensor(op, f, 1);
-  if (op.b0) x = swap_last(x);
-  if (op.b1) y = swap_last(y);
-  Tensor r = matmul(x, y);
-  if (op.f0 != 1.0) r = mul(r, Tensor::scalar(op.f0, r.dtype()));
+  if (a.transpose_x) x = swap_last(x);
+  if (a.transpose_y) y = swap_last(y);
+  // Multiply-adds: every output element sums over the inner extent.
+  const int64_t inner = x.ndim() == 0 ? 1 : x.shape().back();
+  const int64_t rows = x.ndim() == 0 ? 1 : x.numel() / std::max<int64_t>(1, inner);
+  const int64_t cols = y.ndim() == 0 ? 1 : y.shape().back();
+  Tensor r = matmul(x, y, kernel_options(f, rows * cols * inner, WorkKind::kMultiplyAdds));
+  if (a.alpha != 1.0) r = mul(r, Tensor::scalar(a.alpha, r.dtype()));
   write_out(op, f, 0, std::move(r));
-}
-void prep_matmul(PrepareCtx& c) {
-  c.in("X");
-  c.in("Y");
-  c.out("Out");
-  c.op().b0 = c.attr_bool("transpose_X");
-  c.op().b1 = c.attr_bool("transpose_Y");
-  c.op().f0 = c.attr_float("alpha");
 }
 
 // ---- inference ------------------------------------------------------------------------------
@@ -165,8 +174,9 @@ Shape broadcast_info(const Shape& a, const Shape& b, const char* what) {
 }
 
 enum class Result { kPromote, kDiv, kBool };
-template <Result R>
-std::vector<TensorInfo> infer_binary(const OpDesc& op, const std::vector<TensorInfo>& in) {
+template <Result R, class A>
+std::vector<TensorInfo> infer_binary(const A&, const OpDesc& op,
+                                     const std::vector<TensorInfo>& in) {
   need(in, 2, op);
   TensorInfo o;
   o.shape = broadcast_info(in[0].shape, in[1].shape, op.type().c_str());
@@ -181,8 +191,8 @@ std::vector<TensorInfo> infer_binary(const OpDesc& op, const std::vector<TensorI
   return {o};
 }
 
-template <bool kFloat, bool kBool = false>
-std::vector<TensorInfo> infer_unary(const OpDesc& op, const std::vector<TensorInfo>& in) {
+template <bool kFloat, bool kBool = false, class A = NoAttrs>
+std::vector<TensorInfo> infer_unary(const A&, const OpDesc& op, const std::vector<TensorInfo>& in) {
   need(in, 1, op);
   TensorInfo o = in[0];
   if (kFloat) o.dtype = float_result_type(o.dtype);
@@ -191,12 +201,13 @@ std::vector<TensorInfo> infer_unary(const OpDesc& op, const std::vector<TensorIn
 }
 
 template <bool kMean>
-std::vector<TensorInfo> infer_reduce(const OpDesc& op, const std::vector<TensorInfo>& in) {
+std::vector<TensorInfo> infer_reduce(const ReduceAttrs& attrs, const OpDesc& op,
+                                     const std::vector<TensorInfo>& in) {
   need(in, 1, op);
   const TensorInfo& x = in[0];
-  const bool all = op.attr("reduce_all") && op.attr("reduce_all")->as_bool();
-  const bool keep = op.attr("keep_dim") && op.attr("keep_dim")->as_bool();
-  std::vector<int64_t> dims = op.attr("dim") ? op.attr("dim")->as_ints() : std::vector<int64_t>{0};
+  const bool all = attrs.reduce_all;
+  const bool keep = attrs.keep_dim;
+  const std::vector<int64_t>& dims = attrs.dim;
   const auto nd = static_cast<int64_t>(x.shape.size());
   std::vector<bool> red(static_cast<size_t>(nd), all || dims.empty());
   for (int64_t d : dims) {
@@ -214,25 +225,23 @@ std::vector<TensorInfo> infer_reduce(const OpDesc& op, const std::vector<TensorI
       o.shape.push_back(1);
     }
   }
-  const bool is_float =
-      x.dtype == DType::kFloat16 || x.dtype == DType::kFloat32 || x.dtype == DType::kFloat64;
-  o.dtype = is_float ? x.dtype : (kMean ? DType::kFloat64 : DType::kInt64);
+  o.dtype = is_floating(x.dtype) ? x.dtype : (kMean ? DType::kFloat64 : DType::kInt64);
   return {o};
 }
 
-std::vector<TensorInfo> infer_arg_max(const OpDesc& op, const std::vector<TensorInfo>& in) {
+std::vector<TensorInfo> infer_arg_max(const ArgMaxAttrs& attrs, const OpDesc& op,
+                                      const std::vector<TensorInfo>& in) {
   need(in, 1, op);
   const Shape& xs = in[0].shape;
   const auto nd = static_cast<int64_t>(xs.size());
-  if (!op.attr("axis")) CHANFLOW_THROW(Error) << "arg_max: inference needs attribute 'axis'";
-  const int64_t axis = op.attr("axis")->as_int();
+  const int64_t axis = attrs.axis;
   if (axis < -nd || axis >= nd) {
     CHANFLOW_THROW(ShapeError) << "arg_max: axis " << axis << " out of range for rank " << nd;
   }
-  const bool keep = op.attr("keepdims") && op.attr("keepdims")->as_bool();
-  const bool flat = op.attr("flatten") && op.attr("flatten")->as_bool();
+  const bool keep = attrs.keepdims;
+  const bool flat = attrs.flatten;
   TensorInfo o;
-  o.dtype = arg_max_dtype(op.attr("dtype") ? op.attr("dtype")->as_int() : 3);
+  o.dtype = attrs.dtype;
   if (flat) {
     o.shape = {1};
     return {o};
@@ -248,14 +257,15 @@ std::vector<TensorInfo> infer_arg_max(const OpDesc& op, const std::vector<Tensor
   return {o};
 }
 
-std::vector<TensorInfo> infer_matmul(const OpDesc& op, const std::vector<TensorInfo>& in) {
+std::vector<TensorInfo> infer_matmul(const MatmulAttrs& attrs, const OpDesc& op,
+                                     const std::vector<TensorInfo>& in) {
   need(in, 2, op);
   Shape a = in[0].shape, b = in[1].shape;
   if (a.empty() || b.empty()) CHANFLOW_THROW(ShapeError) << "matmul: 0-d operand";
-  if (op.attr("transpose_X") && op.attr("transpose_X")->as_bool() && a.size() >= 2) {
+  if (attrs.transpose_x && a.size() >= 2) {
     std::swap(a[a.size() - 1], a[a.size() - 2]);
   }
-  if (op.attr("transpose_Y") && op.attr("transpose_Y")->as_bool() && b.size() >= 2) {
+  if (attrs.transpose_y && b.size() >= 2) {
     std::swap(b[b.size() - 1], b[b.size() - 2]);
   }
   const bool a1 = a.size() == 1, b1 = b.size() == 1;
@@ -278,32 +288,35 @@ std::vector<TensorInfo> infer_matmul(const OpDesc& op, const std::vector<TensorI
 
 }  // namespace
 
-std::vector<KernelEntry> math_kernels() {
+std::vector<KernelRow> math_kernels() {
   using R = Result;
+  using A = AxisAttrs;
+  using N = NoAttrs;
   return {
-      {"elementwise_add", &run_binary<add>, &prep_binary, &infer_binary<R::kPromote>},
-      {"elementwise_sub", &run_binary<sub>, &prep_binary, &infer_binary<R::kPromote>},
-      {"elementwise_mul", &run_binary<mul>, &prep_binary, &infer_binary<R::kPromote>},
-      {"elementwise_div", &run_binary<trunc_div>, &prep_binary, &infer_binary<R::kDiv>},
-      {"elementwise_max", &run_binary<maximum>, &prep_binary, &infer_binary<R::kPromote>},
-      {"elementwise_min", &run_binary<minimum>, &prep_binary, &infer_binary<R::kPromote>},
-      {"equal", &run_binary<equal>, &prep_binary, &infer_binary<R::kBool>},
-      {"not_equal", &run_binary<not_equal>, &prep_binary, &infer_binary<R::kBool>},
-      {"less_than", &run_binary<less>, &prep_binary, &infer_binary<R::kBool>},
-      {"less_equal", &run_binary<less_equal>, &prep_binary, &infer_binary<R::kBool>},
-      {"greater_than", &run_binary<greater>, &prep_binary, &infer_binary<R::kBool>},
-      {"greater_equal", &run_binary<greater_equal>, &prep_binary, &infer_binary<R::kBool>},
-      {"logical_and", &run_binary<logical_and>, &prep_binary, &infer_binary<R::kBool>},
-      {"logical_or", &run_binary<logical_or>, &prep_binary, &infer_binary<R::kBool>},
-      {"logical_not", &run_unary<logical_not>, &prep_unary, &infer_unary<false, true>},
-      {"relu", &run_unary<relu>, &prep_unary, &infer_unary<false>},
-      {"sigmoid", &run_unary<sigmoid>, &prep_unary, &infer_unary<true>},
-      {"tanh", &run_unary<tanh>, &prep_unary, &infer_unary<true>},
-      {"softmax", &run_softmax, &prep_softmax, &infer_unary<true>},
-      {"reduce_sum", &run_reduce<sum>, &prep_reduce, &infer_reduce<false>},
-      {"reduce_mean", &run_reduce<mean>, &prep_reduce, &infer_reduce<true>},
-      {"arg_max", &run_arg_max, &prep_arg_max, &infer_arg_max},
-      {"matmul", &run_matmul, &prep_matmul, &infer_matmul},
+      op<A, run_binary<add, A>, bind_xy_out, infer_binary<R::kPromote, A>>("elementwise_add"),
+      op<A, run_binary<sub, A>, bind_xy_out, infer_binary<R::kPromote, A>>("elementwise_sub"),
+      op<A, run_binary<mul, A>, bind_xy_out, infer_binary<R::kPromote, A>>("elementwise_mul"),
+      op<A, run_binary<trunc_div, A>, bind_xy_out, infer_binary<R::kDiv, A>>("elementwise_div"),
+      op<A, run_binary<maximum, A>, bind_xy_out, infer_binary<R::kPromote, A>>("elementwise_max"),
+      op<A, run_binary<minimum, A>, bind_xy_out, infer_binary<R::kPromote, A>>("elementwise_min"),
+      op<A, run_binary<equal, A>, bind_xy_out, infer_binary<R::kBool, A>>("equal"),
+      op<A, run_binary<not_equal, A>, bind_xy_out, infer_binary<R::kBool, A>>("not_equal"),
+      op<A, run_binary<less, A>, bind_xy_out, infer_binary<R::kBool, A>>("less_than"),
+      op<A, run_binary<less_equal, A>, bind_xy_out, infer_binary<R::kBool, A>>("less_equal"),
+      op<A, run_binary<greater, A>, bind_xy_out, infer_binary<R::kBool, A>>("greater_than"),
+      op<A, run_binary<greater_equal, A>, bind_xy_out, infer_binary<R::kBool, A>>("greater_equal"),
+      op<N, run_binary<logical_and, N>, bind_xy_out, infer_binary<R::kBool, N>>("logical_and"),
+      op<N, run_binary<logical_or, N>, bind_xy_out, infer_binary<R::kBool, N>>("logical_or"),
+      op<N, run_unary<logical_not>, bind_x_out, infer_unary<false, true>>("logical_not"),
+      op<N, run_unary<relu>, bind_x_out, infer_unary<false>>("relu"),
+      op<N, run_unary<sigmoid>, bind_x_out, infer_unary<true>>("sigmoid"),
+      op<N, run_unary<tanh>, bind_x_out, infer_unary<true>>("tanh"),
+      op<N, run_unary<softplus>, bind_x_out, infer_unary<true>>("softplus"),
+      op<A, run_softmax, bind_x_out, infer_unary<true, false, A>>("softmax"),
+      op<ReduceAttrs, run_reduce<sum>, bind_x_out, infer_reduce<false>>("reduce_sum"),
+      op<ReduceAttrs, run_reduce<mean>, bind_x_out, infer_reduce<true>>("reduce_mean"),
+      op<ArgMaxAttrs, run_arg_max, bind_x_out, infer_arg_max>("arg_max"),
+      op<MatmulAttrs, run_matmul, bind_xy_out, infer_matmul>("matmul"),
   };
 }
 

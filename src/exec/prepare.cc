@@ -132,7 +132,7 @@ void check_out_dtypes(const PreparedProgram& prog, const PreparedOp& op, const O
   }
   std::vector<TensorInfo> out;
   try {
-    out = k.infer(desc, in);
+    out = k.infer(desc, OpSchemaRegistry::global().find(op.type), in);
   } catch (const Error&) {
     return;
   }
@@ -153,17 +153,35 @@ void check_out_dtypes(const PreparedProgram& prog, const PreparedOp& op, const O
 
 }  // namespace
 
-Attr PrepareCtx::attr(const char* name) const {
-  std::optional<Attr> a = desc_.attr(name);
+Attr attr_or_default(const OpDesc& desc, const OpSchema* schema, std::string_view name) {
+  std::optional<Attr> a = desc.attr(name);
   if (a) return *a;
   // The program is checked (check_program), not copied with its defaults filled: an attribute
   // the op omits is an optional one, and its default is the schema's.
-  const OpSchema* schema = OpSchemaRegistry::global().find(op_.type);
   const AttrSpec* spec = schema != nullptr ? schema->attr(name) : nullptr;
   if (spec == nullptr || spec->required()) {
-    fail_prepare(op_, std::string("attribute '") + name + "' is missing");
+    CHANFLOW_THROW(Error) << "attribute '" << name << "' is missing";
   }
   return spec->make_default();
+}
+
+Attr PrepareCtx::attr(const char* name) const {
+  try {
+    return attr_or_default(desc_, &schema_, name);
+  } catch (const Error& e) {
+    fail_prepare(op_, e.what());
+  }
+}
+
+void bind_x_out(PrepareCtx& c) {
+  c.in("X");
+  c.out("Out");
+}
+
+void bind_xy_out(PrepareCtx& c) {
+  c.in("X");
+  c.in("Y");
+  c.out("Out");
 }
 
 void fail_prepare(const PreparedOp& op, const std::string& msg) {
@@ -290,7 +308,7 @@ std::shared_ptr<const PreparedProgram> prepare_program(const Program& program) {
       const auto* k = dynamic_cast<const KernelDef*>(ext.get());
       if (k == nullptr) fail_prepare(op, "the op type has no kernel in the executor");
       op.run = k->run;
-      PrepareCtx ctx(*prog, desc, op, tables);
+      PrepareCtx ctx(*prog, desc, *schema, op, tables);
       try {
         k->prepare(ctx);
       } catch (const ProgramError& e) {

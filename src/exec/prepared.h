@@ -1,7 +1,8 @@
 // prepared.h — a program prepared for execution (private to the exec layer).
 //
 // Preparing resolves, once per program: each op's kernel (from its schema's extension), its
-// attributes (parsed into plain fields), and each variable name it uses into a VarRef — how many
+// attributes (read into its kernel's typed attribute struct, op_attrs.h), and each variable name
+// it uses into a VarRef — how many
 // scopes up and which slot. The hot loop then runs `op.run(op, frame)` with no string or map
 // lookups.
 #pragma once
@@ -16,6 +17,7 @@
 #include "chanflow/exec/scope.h"
 #include "chanflow/ir/program.h"
 #include "chanflow/tensor/dtype.h"
+#include "op_attrs.h"
 
 namespace chanflow::exec_detail {
 
@@ -57,31 +59,26 @@ struct PreparedCase {
   std::string channel_name, var_name;
 };
 
-// One op, ready to run. Fields beyond `run` are filled by the op's prepare function; which ones
-// mean what is the kernel's business (documented next to each kernel).
+// One op, ready to run. Fields beyond `run` are filled by the op's kernel row (kernel.h): its
+// bind function pushes `in`/`out` (and, for control flow, the structural fields below), and the
+// row stores the kernel's attribute struct in `attrs`.
 struct PreparedOp {
   KernelFn run = nullptr;
   int32_t block = 0;
   int32_t index = 0;
   std::string type;
-  // Inputs / outputs in the order the kernel's prepare function pushed them.
+  // Inputs / outputs in the order the kernel's bind function pushed them.
   std::vector<VarRef> in, out;
   std::vector<std::string> in_names, out_names;  // for messages only
-  // Parsed attributes.
-  int64_t i0 = 0, i1 = 0;
-  double f0 = 0, f1 = 0;
-  bool b0 = false, b1 = false;
-  DType dtype = DType::kFloat32;
-  std::vector<int64_t> ints;
-  std::string s;
+  // The kernel's attributes (its row's attribute struct).
+  OpAttrs attrs;
+  // Control flow: the block run by while, conditional_block, go and select.
   int32_t sub_block = -1;
   // select
   std::vector<PreparedCase> cases;
   // go: outer variable -> slot of the new scope, bound when the op starts
   std::vector<std::pair<VarRef, int32_t>> binds;
   bool escapes = false;  // go: the block may touch enclosing scopes (they become shared)
-  // print first_n
-  std::shared_ptr<std::atomic<int64_t>> counter;
   // Declared type of out[0] (zero values for closed receives).
   VarDecl out_decl;
   // Per output: the dtype its variable is declared with, which every tensor the op writes there

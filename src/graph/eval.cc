@@ -8,14 +8,6 @@
 #include "op_table.h"
 
 namespace chanflow::detail {
-namespace {
-
-// Large kernels are split so a cancelled run stops between chunks instead of finishing the op:
-// about 0.1-1 ms of work per chunk, so the check costs nothing measurable.
-constexpr int64_t kChunkElements = int64_t{1} << 18;      // elementwise/reduction elements
-constexpr int64_t kChunkMultiplyAdds = int64_t{1} << 24;  // matmul
-
-}  // namespace
 
 void check_context(const Context& ctx) {
   ctx.throw_if_done();
@@ -61,19 +53,17 @@ Tensor eval_node(const NodeData& n, const Tensor* in, const Context* ctx, Tensor
   KernelOptions o;
   if (ctx != nullptr) {
     int64_t work = 0;
-    int64_t chunk = kChunkElements;
     if (row.work == Work::kMultiplyAdds) {
       work = shape_numel(n.shape) *
              (n.operands.size() == 2 && !in[0].shape().empty() ? in[0].shape().back() : 1);
-      chunk = kChunkMultiplyAdds;
     } else {
       for (std::size_t i = 0; i < n.operands.size(); ++i) work += in[i].numel();
     }
-    if (work > chunk) {
-      check_context(*ctx);
-      o.between_chunks = [ctx] { check_context(*ctx); };
-      o.chunk_elements = chunk;
-    }
+    // Large kernels are split so a cancelled run stops between chunks instead of finishing the
+    // op (the tensor layer's chunking policy, shared with the executor).
+    const WorkKind kind =
+        row.work == Work::kMultiplyAdds ? WorkKind::kMultiplyAdds : WorkKind::kElements;
+    if (chunk_by_policy(o, work, kind, [ctx] { check_context(*ctx); })) check_context(*ctx);
   }
   if (reuse.defined()) o.out = std::move(reuse);
   Tensor r = row.eval(n, in, o);

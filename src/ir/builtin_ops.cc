@@ -169,6 +169,8 @@ void register_builtin_ops(OpSchemaRegistry& r) {
   unary(r, "relu", "Out = max(X, 0)");
   unary(r, "sigmoid", "Out = 1 / (1 + exp(-X))");
   unary(r, "tanh", "Out = tanh(X)");
+  // Fluid 1.x's softplus had no attributes (later Paddle added beta and threshold).
+  unary(r, "softplus", "Out = log(1 + exp(X)), stable for large |X|");
   r.add(OpSchema("softmax")
             .doc("Out = softmax(X) along axis")
             .input("X")

@@ -13,6 +13,7 @@ OpSchema::OpSchema(const OpSchema& other)
       inputs_(other.inputs_),
       outputs_(other.outputs_),
       attrs_(other.attrs_),
+      kernel_location_(other.kernel_location_),
       id_(other.id_),
       extension_(other.extension()) {}
 
@@ -23,6 +24,7 @@ OpSchema& OpSchema::operator=(const OpSchema& other) {
     inputs_ = other.inputs_;
     outputs_ = other.outputs_;
     attrs_ = other.attrs_;
+    kernel_location_ = other.kernel_location_;
     id_ = other.id_;
     set_extension(other.extension());
   }
@@ -48,6 +50,11 @@ OpSchema& OpSchema::attr(std::string name, AttrType type, std::function<Attr()> 
                          std::string doc, std::function<std::string(const Attr&)> check) {
   attrs_.push_back(
       AttrSpec{std::move(name), type, std::move(make_default), std::move(check), std::move(doc)});
+  return *this;
+}
+
+OpSchema& OpSchema::kernel_elsewhere(std::string where) {
+  kernel_location_ = std::move(where);
   return *this;
 }
 

@@ -23,21 +23,18 @@ constexpr std::array<std::string_view, 22> kNames = {"BOOL",           "INT16",
 
 }  // namespace
 
+// The dtype of each element VarType number, or -1.
+constexpr std::array<int8_t, 22> kDTypeOfVarType = [] {
+  std::array<int8_t, 22> a{};
+  a.fill(-1);
+  for (const DTypeInfo& i : kDTypeTable)
+    a[static_cast<size_t>(i.var_type)] = static_cast<int8_t>(i.dtype);
+  return a;
+}();
+
 bool is_element_type(VarType t) noexcept {
-  switch (t) {
-    case VarType::kBool:
-    case VarType::kInt16:
-    case VarType::kInt32:
-    case VarType::kInt64:
-    case VarType::kFP16:
-    case VarType::kFP32:
-    case VarType::kFP64:
-    case VarType::kUInt8:
-    case VarType::kInt8:
-      return true;
-    default:
-      return false;
-  }
+  const auto i = static_cast<int64_t>(t);
+  return is_valid_var_type(i) && kDTypeOfVarType[static_cast<size_t>(i)] >= 0;
 }
 
 std::string_view var_type_name(VarType t) noexcept {
@@ -54,52 +51,11 @@ std::optional<VarType> var_type_from_name(std::string_view name) noexcept {
 }
 
 VarType var_type_from_dtype(DType d) noexcept {
-  switch (d) {
-    case DType::kBool:
-      return VarType::kBool;
-    case DType::kInt8:
-      return VarType::kInt8;
-    case DType::kInt16:
-      return VarType::kInt16;
-    case DType::kInt32:
-      return VarType::kInt32;
-    case DType::kInt64:
-      return VarType::kInt64;
-    case DType::kUInt8:
-      return VarType::kUInt8;
-    case DType::kFloat16:
-      return VarType::kFP16;
-    case DType::kFloat32:
-      return VarType::kFP32;
-    case DType::kFloat64:
-      return VarType::kFP64;
-  }
-  return VarType::kFP32;  // unreachable: the switch is exhaustive
+  return static_cast<VarType>(dtype_info(d).var_type);
 }
 
 DType dtype_from_var_type(VarType t) {
-  switch (t) {
-    case VarType::kBool:
-      return DType::kBool;
-    case VarType::kInt8:
-      return DType::kInt8;
-    case VarType::kInt16:
-      return DType::kInt16;
-    case VarType::kInt32:
-      return DType::kInt32;
-    case VarType::kInt64:
-      return DType::kInt64;
-    case VarType::kUInt8:
-      return DType::kUInt8;
-    case VarType::kFP16:
-      return DType::kFloat16;
-    case VarType::kFP32:
-      return DType::kFloat32;
-    case VarType::kFP64:
-      return DType::kFloat64;
-    default:
-      break;
-  }
+  if (is_element_type(t)) return static_cast<DType>(kDTypeOfVarType[static_cast<size_t>(t)]);
   throw TypeError("VarType " + std::string(var_type_name(t)) + " (" +
                   std::to_string(static_cast<int>(t)) + ") is not a tensor element type");
 }

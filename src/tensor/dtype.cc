@@ -1,7 +1,6 @@
 // dtype.cc — dtype names, sizes, NumPy promotion and DLPack codes.
 #include "chanflow/tensor/dtype.h"
 
-#include <array>
 #include <cfloat>
 #include <cmath>
 #include <string>
@@ -9,13 +8,11 @@
 namespace chanflow {
 
 namespace {
-constexpr std::array<int64_t, kNumDTypes> kSizes = {1, 1, 2, 4, 8, 1, 2, 4, 8};
-constexpr std::array<std::string_view, kNumDTypes> kNames = {
-    "bool", "int8", "int16", "int32", "int64", "uint8", "float16", "float32", "float64"};
-
 using D = DType;
 // np.promote_types over (bool, i8, i16, i32, i64, u8, f16, f32, f64), checked against NumPy by
-// tests/tensor/gen_fixtures.py.
+// tests/tensor/gen_fixtures.py. Indexed in CHANFLOW_DTYPES' order: a new row needs a row and a
+// column here.
+static_assert(kNumDTypes == 9, "a new dtype needs its promotions in kPromote");
 constexpr D kPromote[kNumDTypes][kNumDTypes] = {
     {D::kBool, D::kInt8, D::kInt16, D::kInt32, D::kInt64, D::kUInt8, D::kFloat16, D::kFloat32,
      D::kFloat64},
@@ -38,16 +35,16 @@ constexpr D kPromote[kNumDTypes][kNumDTypes] = {
 };
 }  // namespace
 
-int64_t dtype_size(DType t) noexcept { return kSizes[static_cast<size_t>(t)]; }
+int64_t dtype_size(DType t) noexcept { return dtype_info(t).size; }
 
 std::string_view dtype_name(DType t) noexcept {
   const auto i = static_cast<size_t>(t);
-  return i < kNames.size() ? kNames[i] : std::string_view("invalid");
+  return i < static_cast<size_t>(kNumDTypes) ? kDTypeTable[i].name : std::string_view("invalid");
 }
 
 DType dtype_from_name(std::string_view name) {
-  for (size_t i = 0; i < kNames.size(); ++i) {
-    if (kNames[i] == name) return static_cast<DType>(i);
+  for (const DTypeInfo& i : kDTypeTable) {
+    if (i.name == name) return i.dtype;
   }
   CHANFLOW_THROW(TypeError) << "unknown dtype name '" << std::string(name) << "'";
   __builtin_unreachable();  // the thrower's destructor throws
@@ -133,25 +130,8 @@ std::string dtype_range_text(DType t) {
 DLDataType to_dl_dtype(DType t) noexcept {
   DLDataType d{};
   d.lanes = 1;
-  d.bits = static_cast<uint8_t>(dtype_size(t) * 8);
-  switch (t) {
-    case DType::kBool:
-      // Debian's DLPack 0.6 header has no bool code; DLPack 0.8 added kDLBool = 6 (8 bits), which
-      // is what NumPy and PyTorch exchange. Spell the number so newer consumers see a bool.
-      d.code = 6;
-      break;
-    case DType::kUInt8:
-      d.code = kDLUInt;
-      break;
-    case DType::kFloat16:
-    case DType::kFloat32:
-    case DType::kFloat64:
-      d.code = kDLFloat;
-      break;
-    default:
-      d.code = kDLInt;
-      break;
-  }
+  d.bits = static_cast<uint8_t>(dtype_info(t).size * 8);
+  d.code = dtype_info(t).dl_code;
   return d;
 }
 
@@ -160,33 +140,8 @@ DType from_dl_dtype(DLDataType d) {
     CHANFLOW_THROW(TypeError) << "DLPack dtype with " << d.lanes
                               << " lanes is not supported (only scalar lanes = 1)";
   }
-  if (d.code == 6 && d.bits == 8) return DType::kBool;
-  if (d.code == kDLInt) {
-    switch (d.bits) {
-      case 8:
-        return DType::kInt8;
-      case 16:
-        return DType::kInt16;
-      case 32:
-        return DType::kInt32;
-      case 64:
-        return DType::kInt64;
-      default:
-        break;
-    }
-  } else if (d.code == kDLUInt && d.bits == 8) {
-    return DType::kUInt8;
-  } else if (d.code == kDLFloat) {
-    switch (d.bits) {
-      case 16:
-        return DType::kFloat16;
-      case 32:
-        return DType::kFloat32;
-      case 64:
-        return DType::kFloat64;
-      default:
-        break;
-    }
+  for (const DTypeInfo& i : kDTypeTable) {
+    if (i.dl_code == d.code && i.size * 8 == d.bits) return i.dtype;
   }
   CHANFLOW_THROW(TypeError) << "DLPack dtype (code " << static_cast<int>(d.code) << ", bits "
                             << static_cast<int>(d.bits)

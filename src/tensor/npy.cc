@@ -172,30 +172,15 @@ Descr parse_descr(const std::string& d, std::string_view name) {
     CHANFLOW_THROW(TypeError) << "load_npy: '" << std::string(name) << "': unsupported dtype '" << d
                               << "'";
   }
-  DType t = DType::kBool;
-  if (kind == "b1")
-    t = DType::kBool;
-  else if (kind == "i1")
-    t = DType::kInt8;
-  else if (kind == "i2")
-    t = DType::kInt16;
-  else if (kind == "i4")
-    t = DType::kInt32;
-  else if (kind == "i8")
-    t = DType::kInt64;
-  else if (kind == "u1")
-    t = DType::kUInt8;
-  else if (kind == "f2")
-    t = DType::kFloat16;
-  else if (kind == "f4")
-    t = DType::kFloat32;
-  else if (kind == "f8")
-    t = DType::kFloat64;
-  else {
+  // The kind letter and the size in bytes ("f4"): one row of CHANFLOW_DTYPES.
+  std::optional<DType> t;
+  if (kind.size() == 2 && kind[1] >= '1' && kind[1] <= '8')
+    t = dtype_from_kind(kind[0], kind[1] - '0');
+  if (!t) {
     CHANFLOW_THROW(TypeError) << "load_npy: '" << std::string(name) << "': dtype '" << d
                               << "' is not supported (bool, int8/16/32/64, uint8, float16/32/64)";
   }
-  return Descr{t, big && dtype_size(t) > 1};
+  return Descr{*t, big && dtype_size(*t) > 1};
 }
 
 uint32_t read_le(const unsigned char* p, int n) {
@@ -284,36 +269,10 @@ Tensor load_npy(const std::string& path) {
 
 std::string serialize_npy(const Tensor& t) {
   detail::require_defined(t, "save_npy");
-  std::string descr;
-  switch (t.dtype()) {
-    case DType::kBool:
-      descr = "|b1";
-      break;
-    case DType::kInt8:
-      descr = "|i1";
-      break;
-    case DType::kUInt8:
-      descr = "|u1";
-      break;
-    case DType::kInt16:
-      descr = "<i2";
-      break;
-    case DType::kInt32:
-      descr = "<i4";
-      break;
-    case DType::kInt64:
-      descr = "<i8";
-      break;
-    case DType::kFloat16:
-      descr = "<f2";
-      break;
-    case DType::kFloat32:
-      descr = "<f4";
-      break;
-    case DType::kFloat64:
-      descr = "<f8";
-      break;
-  }
+  // '|' (no byte order) for one-byte types, else little-endian; then kind and size ("<f4").
+  const DTypeInfo& info = dtype_info(t.dtype());
+  const std::string descr = {info.size == 1 ? '|' : '<', info.kind,
+                             static_cast<char>('0' + info.size)};
   std::string dict = "{'descr': '" + descr +
                      "', 'fortran_order': False, 'shape': " + shape_to_string(t.shape()) + ", }";
   // NumPy pads so that the data starts at a multiple of 64 bytes, ending the header with '\n'.

@@ -88,6 +88,56 @@ TEST_P(ExecutorCancel, ContextDoneBeforeTheRunRunsNothing) {
   EXPECT_EQ(r.ch->size(), 1u);
 }
 
+// A run canceled while a large elementwise kernel computes stops between the kernel's chunks: it
+// returns long before the kernel would have finished. Block 0 starts a go block that says
+// `ready` and goes straight on to the kernel, so the cancel, made when `ready` arrives, finds it
+// inside the kernel (a green thread's start, its send and the test thread's wake-up take longer
+// than block 0's step to the next op; had the cancel come first, the kernel would not run and the
+// test would only pass, never fail). The same program run without canceling measures how long
+// the kernel takes on this machine, so the bound needs no guess.
+TEST_P(ExecutorCancel, CancelStopsALargeKernelBetweenChunks) {
+  cf::ProgramBuilder b;
+  cf::Var ready = b.declare_channel("ready", VarType::kFP64, 0);
+  cf::Var x = b.fill_constant({4096, 4096}, DType::kFloat64, 0.5);
+  cf::Var one = b.fill_constant({1}, DType::kFloat64, 1);
+  {
+    auto g = b.go();
+    b.channel_send(ready, one);
+  }
+  cf::Var y = b.tanh(x);
+  cf::Program p = b.build();
+  // Runs p; returns the time from `ready` to run()'s return, and the run's error (or "").
+  auto timed = [&](bool cancel, std::string* error) {
+    Ready r;
+    cf::Context ctx = cf::with_cancel(cf::background());
+    cf::Clock::time_point reached;
+    std::thread watcher([&] {
+      r.ch.recv();
+      reached = cf::Clock::now();
+      if (cancel) ctx.cancel();
+    });
+    error->clear();
+    try {
+      ex_.run(ctx, p, {}, {y.name()}, r.bind());
+    } catch (const cf::CanceledError& e) {
+      *error = e.what();
+    }
+    const cf::Clock::time_point done = cf::Clock::now();
+    watcher.join();
+    return done - reached;
+  };
+  auto ms = [](auto d) { return std::chrono::duration<double, std::milli>(d).count(); };
+  std::string error;
+  const auto full = timed(false, &error);
+  EXPECT_EQ(error, "");
+  for (int i = 0; i < 3; ++i) {
+    const auto canceled = timed(true, &error);
+    EXPECT_TRUE(contains(error, "canceled: the run's context was canceled")) << error;
+    EXPECT_LT(canceled * 4, full) << "canceled after " << ms(canceled) << " ms, the kernel takes "
+                                  << ms(full) << " ms";
+  }
+}
+
 // Block 0 and a go block wait in channel_recv on a channel nobody sends on; canceling wakes both,
 // and the error names both threads. The go block's scope (which holds `ready`) is gone when run()
 // returns: its green thread ended. (Which op each thread is at depends on how far it got when the

@@ -1,9 +1,15 @@
 // Compute kernels run through programs, and their shape/dtype inference.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
 #include "chanflow/core/error.h"
 #include "chanflow/exec.h"
 #include "chanflow/ir/builder.h"
+#include "chanflow/tensor/ops.h"
 
 namespace cf = chanflow;
 using cf::DType;
@@ -65,6 +71,62 @@ TEST(Kernels, MatmulActivationsAndReductions) {
   EXPECT_EQ(o[r.name()].at<double>({0, 0}), 0);
   EXPECT_EQ(o[sg.name()].item<double>(), 0.5);
   EXPECT_EQ(o[th.name()].item<double>(), 0);
+}
+
+// softplus = log(1 + exp(x)) keeps full relative precision where the naive formula overflows
+// (x = 1000: inf) or rounds to 0 (x = -40: 1 + 4e-18 is 1); checked against long double.
+TEST(Kernels, SoftplusIsStableForLargeMagnitudes) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<double> xs = {-1000, -745, -40, -1,   -1e-10, 0,   1e-10,
+                                  1,     20,   40,  1000, inf,    -inf};
+  const auto n = static_cast<int64_t>(xs.size());
+  cf::ProgramBuilder b;
+  b.var("x", DType::kFloat64, {n});
+  b.var("x32", DType::kFloat32, {n});
+  b.var("i", DType::kInt32, {3});
+  b.var("out", DType::kFloat64, {n});
+  b.var("out32", DType::kFloat32, {n});
+  b.var("outi", DType::kFloat64, {3});
+  b.append_op("softplus", {{"X", {"x"}}}, {{"Out", {"out"}}});
+  b.append_op("softplus", {{"X", {"x32"}}}, {{"Out", {"out32"}}});
+  b.append_op("softplus", {{"X", {"i"}}}, {{"Out", {"outi"}}});
+  std::vector<float> xs32(xs.begin(), xs.end());
+  cf::Executor ex;
+  auto o = ex.run(b.build(),
+                  {{"x", cf::Tensor::from_vector<double>(xs)},
+                   {"x32", cf::Tensor::from_vector<float>(xs32)},
+                   {"i", cf::Tensor::from_vector<int32_t>({-50, 0, 50})}},
+                  {"out", "out32", "outi"});
+  auto reference = [](long double x) -> long double {
+    return x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
+  };
+  for (int64_t k = 0; k < n; ++k) {
+    const long double want = reference(xs[static_cast<size_t>(k)]);
+    const double got = o["out"].at<double>({k});
+    const float got32 = o["out32"].at<float>({k});
+    if (std::isinf(static_cast<double>(want))) {
+      EXPECT_EQ(got, static_cast<double>(want)) << xs[static_cast<size_t>(k)];
+      EXPECT_EQ(got32, static_cast<float>(want)) << xs[static_cast<size_t>(k)];
+      continue;
+    }
+    // Relative precision, down to the smallest subnormal (x = -745 rounds to it).
+    EXPECT_NEAR(got, static_cast<double>(want),
+                std::max(4e-16L * std::fabs(want),
+                         static_cast<long double>(std::numeric_limits<double>::denorm_min())))
+        << "x = " << xs[static_cast<size_t>(k)];
+    const long double want32 = reference(xs32[static_cast<size_t>(k)]);
+    EXPECT_NEAR(got32, static_cast<double>(want32), std::max(2e-7L * std::fabs(want32), 1e-45L))
+        << "x = " << xs32[static_cast<size_t>(k)];
+  }
+  EXPECT_GT(o["out"].at<double>({2}), 0.0);  // -40: 4.2e-18, not 0
+  EXPECT_EQ(o["outi"].dtype(), DType::kFloat64);
+  EXPECT_NEAR(o["outi"].at<double>({1}), std::log(2.0), 1e-15);
+  EXPECT_NEAR(o["outi"].at<double>({2}), 50.0, 1e-15);
+  const cf::OpDesc sp = cf::OpDesc::make("softplus", {{"X", {"a"}}}, {{"Out", {"b"}}});
+  EXPECT_EQ(cf::infer_op(sp, {{DType::kFloat32, {2, 3}}})[0].dtype, DType::kFloat32);
+  EXPECT_EQ(cf::infer_op(sp, {{DType::kInt64, {2}}})[0].dtype, DType::kFloat64);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_TRUE(std::isnan(cf::softplus(cf::Tensor::from_vector<float>({nan})).at<float>({0})));
 }
 
 TEST(Kernels, ShapeAndTypeOps) {

@@ -56,6 +56,24 @@ TEST(VarType, FluidNumberingAndDTypes) {
   EXPECT_THROW(cf::dtype_from_var_type(cf::VarType::kLoDTensor), cf::TypeError);
 }
 
+// The VarType column of the dtype table is Paddle's numbering, exactly: each element type by its
+// number as Fluid's framework.proto spells it, and no other number is an element type.
+TEST(VarType, ElementNumbersArePaddlesExactly) {
+  const std::pair<int, cf::DType> paddle[] = {
+      {0, cf::DType::kBool},    {1, cf::DType::kInt16},   {2, cf::DType::kInt32},
+      {3, cf::DType::kInt64},   {4, cf::DType::kFloat16}, {5, cf::DType::kFloat32},
+      {6, cf::DType::kFloat64}, {20, cf::DType::kUInt8},  {21, cf::DType::kInt8}};
+  for (const auto& [number, dt] : paddle) {
+    EXPECT_EQ(static_cast<int>(cf::var_type_from_dtype(dt)), number) << cf::dtype_name(dt);
+    EXPECT_EQ(cf::dtype_from_var_type(static_cast<cf::VarType>(number)), dt) << number;
+  }
+  int elements = 0;
+  for (int v = 0; v <= 21; ++v) elements += cf::is_element_type(static_cast<cf::VarType>(v));
+  EXPECT_EQ(elements, 9);
+  EXPECT_FALSE(cf::is_element_type(cf::VarType::kSizeT));
+  EXPECT_THROW(cf::dtype_from_var_type(cf::VarType::kChannel), cf::TypeError);
+}
+
 TEST(SelectCaseAttr, ParseAndFormat) {
   cf::SelectCaseAttr c = cf::parse_select_case("1,2,quit,v");
   EXPECT_EQ(c.index, 1);

@@ -33,6 +33,7 @@ TEST(OpSchema, EveryIssueOpIsRegistered) {
                            "relu",
                            "sigmoid",
                            "tanh",
+                           "softplus",
                            "softmax",
                            "reduce_sum",
                            "reduce_mean",

@@ -10,6 +10,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <optional>
 #include <string_view>
 
 #include "chanflow/core/export.h"
@@ -21,6 +23,19 @@ namespace chanflow {
 // A channel of `capacity` carrying tensors of dtype `dtype` only; its element type key is
 // "Tensor(<dtype>)". Never blocks.
 CHANFLOW_API Channel make_tensor_channel(DType dtype, std::size_t capacity = 0);
+
+// What a channel carries, as values (the key is only its text): tensors (of one dtype, or of any
+// when `dtype` is empty), channels, or another object type (by type index; TypeIndex::kObject:
+// anything).
+struct ChannelElem {
+  enum class Kind : uint8_t { kTensor, kChannel, kOther };
+  Kind kind = Kind::kOther;
+  std::optional<DType> dtype;  // kTensor only
+  uint32_t type_index = TypeIndex::kObject;
+  bool operator==(const ChannelElem&) const = default;
+};
+// The element type of `ch` (not null). Thread-safe (the element type never changes).
+CHANFLOW_API ChannelElem channel_elem(const ChannelObj& ch) noexcept;
 
 // A channel of `capacity` for the element type key `elem` (see the top of this file). Throws
 // TypeError naming the key and listing the accepted ones when `elem` is none of them.

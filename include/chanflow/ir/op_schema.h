@@ -82,12 +82,18 @@ class CHANFLOW_API OpSchema {
   // An attribute with a default (make_default) or, when make_default is empty, a required one.
   OpSchema& attr(std::string name, AttrType type, std::function<Attr()> make_default = {},
                  std::string doc = {}, std::function<std::string(const Attr&)> check = {});
+  // Marks an op whose kernel is not one of the exec layer's built-in kernel rows (a plug-in
+  // attaches it, or only a tool reads the op); `where` says where it lives. Built-in schemas
+  // without the mark each have a built-in kernel (the exec layer's tests check it).
+  OpSchema& kernel_elsewhere(std::string where);
 
   const std::string& type() const noexcept { return type_; }
   const std::string& doc_text() const noexcept { return doc_; }
   const std::vector<ArgSpec>& inputs() const noexcept { return inputs_; }
   const std::vector<ArgSpec>& outputs() const noexcept { return outputs_; }
   const std::vector<AttrSpec>& attrs() const noexcept { return attrs_; }
+  // What kernel_elsewhere said; empty when the op's kernel is a built-in one.
+  const std::string& kernel_location() const noexcept { return kernel_location_; }
   const ArgSpec* input(std::string_view name) const noexcept;
   const ArgSpec* output(std::string_view name) const noexcept;
   const AttrSpec* attr(std::string_view name) const noexcept;
@@ -110,6 +116,7 @@ class CHANFLOW_API OpSchema {
   std::vector<ArgSpec> inputs_;
   std::vector<ArgSpec> outputs_;
   std::vector<AttrSpec> attrs_;
+  std::string kernel_location_;
   int id_ = -1;
   mutable os::Mutex extension_mutex_;
   mutable std::shared_ptr<const OpExtension> extension_ CHANFLOW_GUARDED_BY(extension_mutex_);

@@ -63,7 +63,8 @@ CHANFLOW_API std::optional<VarType> var_type_from_name(std::string_view name) no
 CHANFLOW_API VarType var_type_from_dtype(DType d) noexcept;
 
 // The tensor dtype of an element VarType; throws TypeError naming the type when t is not an
-// element type (e.g. LOD_TENSOR or CHANNEL). Thread-safe.
+// element type (e.g. LOD_TENSOR or CHANNEL). Thread-safe. Both directions read the VarType column
+// of CHANFLOW_DTYPES (dtype.h), the one list of element types.
 CHANFLOW_API DType dtype_from_var_type(VarType t);
 
 }  // namespace chanflow

@@ -30,6 +30,13 @@ class CHANFLOW_API ChannelObj : public Object {
   // shown in traces as `name` (empty: "#<id>").
   ChannelObj(std::size_t capacity, std::string elem_type_key, ElemCheck check,
              std::string name = {});
+  // The same, also recording the element type as values (elem_type_index, elem_subtype).
+  ChannelObj(std::size_t capacity, std::string elem_type_key, ElemCheck check,
+             uint32_t elem_type_index, int32_t elem_subtype, std::string name = {})
+      : ChannelObj(capacity, std::move(elem_type_key), check, std::move(name)) {
+    elem_type_index_ = elem_type_index;
+    elem_subtype_ = elem_subtype;
+  }
 
   // As Chan<ObjectRef>::send/recv/try_send/try_recv/close (blocking and errors alike); send and
   // try_send first throw TypeError naming both types when v has the wrong type.
@@ -41,8 +48,13 @@ class CHANFLOW_API ChannelObj : public Object {
   std::size_t size() const noexcept { return base_.size(); }
   std::size_t capacity() const noexcept { return base_.capacity(); }
   bool closed() const noexcept { return base_.closed(); }
-  // The element type key ("Object" accepts anything).
+  // The element type key ("Object" accepts anything), for messages.
   const std::string& elem_type() const noexcept { return elem_type_; }
+  // The element type as values, for comparisons: the type index of the element object type
+  // (TypeIndex::kObject: anything), and a refinement of it the layer that made the channel
+  // defines (-1: none; the exec layer stores the dtype of a channel of tensors of one dtype).
+  uint32_t elem_type_index() const noexcept { return elem_type_index_; }
+  int32_t elem_subtype() const noexcept { return elem_subtype_; }
   // Throws TypeError unless v may be sent here.
   void check_elem(const ObjectRef& v) const;
 
@@ -56,6 +68,8 @@ class CHANFLOW_API ChannelObj : public Object {
   detail::ChanBase base_;
   std::string elem_type_;
   ElemCheck check_;
+  uint32_t elem_type_index_ = TypeIndex::kObject;
+  int32_t elem_subtype_ = -1;
 };
 
 class CHANFLOW_API Channel : public ObjectRef {
@@ -70,7 +84,9 @@ class CHANFLOW_API Channel : public ObjectRef {
     if constexpr (!std::is_same_v<TObj, Object>) {
       check = [](const Object* o) { return o->is_instance<TObj>(); };
     }
-    return Channel(make_object<ChannelObj>(capacity, TObj::kTypeKey, check, std::move(name)));
+    return Channel(make_object<ChannelObj>(capacity, TObj::kTypeKey, check,
+                                           TObj::runtime_type_index(), int32_t{-1},
+                                           std::move(name)));
   }
 
   // Nil-aware forms of ChannelObj's methods: on a null Channel, send/recv block forever, try_*

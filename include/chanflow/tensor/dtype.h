@@ -1,7 +1,11 @@
 // dtype.h — element types of tensors, float16 storage, NumPy's type promotion.
 //
-// A DType names how one element is stored. Mixed-dtype binary kernels compute in the type NumPy
-// would pick (promote_types); float16 is a storage type whose arithmetic runs in float32:
+// A DType names how one element is stored. CHANFLOW_DTYPES is the one list of them: the enum, the
+// C++ storage types, names, sizes, the .npy/NumPy kind, Paddle Fluid's VarType number and the
+// DLPack code all come from its rows (dtype_info), and so do the type switches of every layer
+// (detail::dispatch_dtype, .npy, VarType, DLPack, the executor's channels). Mixed-dtype binary
+// kernels compute in the type NumPy would pick (promote_types); float16 is a storage type whose
+// arithmetic runs in float32:
 //
 //   cf::DType t = cf::promote_types(cf::DType::kInt8, cf::DType::kUInt8);   // kInt16
 //   cf::Half h(1.5f);  float f = static_cast<float>(h);                      // 1.5f
@@ -13,6 +17,7 @@
 #include <bit>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <string_view>
@@ -23,19 +28,58 @@
 
 namespace chanflow {
 
+// The element types, one row each: X(enumerator, C++ storage type, NumPy name, bytes, NumPy kind
+// ('b' bool, 'i' signed, 'u' unsigned, 'f' float: with the bytes, the .npy descr), Paddle Fluid's
+// VarType number (the program format: never changes), DLPack type code). The row order is the
+// enum's numbering, which is stable. DLPack 0.6 (Debian's header) has no bool code; 0.8's kDLBool
+// is 6 (8 bits), what NumPy and PyTorch exchange, so the number is spelled.
+#define CHANFLOW_DTYPES(X)                           \
+  X(kBool, bool, "bool", 1, 'b', 0, 6)               \
+  X(kInt8, int8_t, "int8", 1, 'i', 21, kDLInt)       \
+  X(kInt16, int16_t, "int16", 2, 'i', 1, kDLInt)     \
+  X(kInt32, int32_t, "int32", 4, 'i', 2, kDLInt)     \
+  X(kInt64, int64_t, "int64", 8, 'i', 3, kDLInt)     \
+  X(kUInt8, uint8_t, "uint8", 1, 'u', 20, kDLUInt)   \
+  X(kFloat16, Half, "float16", 2, 'f', 4, kDLFloat)  \
+  X(kFloat32, float, "float32", 4, 'f', 5, kDLFloat) \
+  X(kFloat64, double, "float64", 8, 'f', 6, kDLFloat)
+
 // The element types a tensor can hold. The numeric values are stable.
 enum class DType : uint8_t {
-  kBool,
-  kInt8,
-  kInt16,
-  kInt32,
-  kInt64,
-  kUInt8,
-  kFloat16,
-  kFloat32,
-  kFloat64
+#define CHANFLOW_DTYPE_ENUMERATOR(e, ...) e,
+  CHANFLOW_DTYPES(CHANFLOW_DTYPE_ENUMERATOR)
+#undef CHANFLOW_DTYPE_ENUMERATOR
 };
-inline constexpr int kNumDTypes = 9;
+#define CHANFLOW_DTYPE_COUNT(...) +1
+inline constexpr int kNumDTypes = 0 CHANFLOW_DTYPES(CHANFLOW_DTYPE_COUNT);
+#undef CHANFLOW_DTYPE_COUNT
+
+// What the table says about one dtype.
+struct DTypeInfo {
+  DType dtype;
+  std::string_view name;  // NumPy's
+  int8_t size;            // bytes per element
+  char kind;              // NumPy's dtype.kind: 'b', 'i', 'u' or 'f'
+  int8_t var_type;        // Paddle Fluid's VarType number
+  uint8_t dl_code;        // DLPack's DLDataTypeCode (bits = 8 * size, lanes = 1)
+};
+#define CHANFLOW_DTYPE_INFO(e, type, name, size, kind, var_type, dl_code) \
+  DTypeInfo{DType::e, name, size, kind, var_type, static_cast<uint8_t>(dl_code)},
+inline constexpr DTypeInfo kDTypeTable[kNumDTypes] = {CHANFLOW_DTYPES(CHANFLOW_DTYPE_INFO)};
+#undef CHANFLOW_DTYPE_INFO
+
+// The row of dtype t (t must be a DType value). Thread-safe.
+constexpr const DTypeInfo& dtype_info(DType t) noexcept {
+  return kDTypeTable[static_cast<size_t>(t)];
+}
+// The dtype of NumPy kind `kind` ('b', 'i', 'u', 'f') and `size` bytes, or nullopt when chanflow
+// has none (e.g. 'u' 2, 'c' 8). Thread-safe.
+constexpr std::optional<DType> dtype_from_kind(char kind, int64_t size) noexcept {
+  for (const DTypeInfo& i : kDTypeTable) {
+    if (i.kind == kind && i.size == size) return i.dtype;
+  }
+  return std::nullopt;
+}
 
 // An IEEE 754 binary16 value stored as its 16 bits. Converting from float rounds to nearest even
 // (overflow gives infinity, NaN stays NaN); converting to float is exact. Trivially copyable, so a
@@ -103,9 +147,7 @@ inline std::ostream& operator<<(std::ostream& os, DType t) { return os << dtype_
 // int32+float32 -> float64, int8+float16 -> float16). Symmetric. Thread-safe.
 CHANFLOW_API DType promote_types(DType a, DType b) noexcept;
 // True for float16/32/64.
-constexpr bool is_floating(DType t) noexcept {
-  return t == DType::kFloat16 || t == DType::kFloat32 || t == DType::kFloat64;
-}
+constexpr bool is_floating(DType t) noexcept { return dtype_info(t).kind == 'f'; }
 // The float type NumPy gives a float-valued unary function (exp, log ...) of dtype t: itself for
 // floats, float16 for bool/int8/uint8, float32 for int16, float64 for int32/int64.
 CHANFLOW_API DType float_result_type(DType t) noexcept;
@@ -127,66 +169,24 @@ CHANFLOW_API DType from_dl_dtype(DLDataType t);
 // The C++ storage type of each dtype (bool is stored as bool, always 0 or 1; float16 as Half).
 template <DType D>
 struct DTypeStorage;
-template <>
-struct DTypeStorage<DType::kBool> {
-  using type = bool;
-};
-template <>
-struct DTypeStorage<DType::kInt8> {
-  using type = int8_t;
-};
-template <>
-struct DTypeStorage<DType::kInt16> {
-  using type = int16_t;
-};
-template <>
-struct DTypeStorage<DType::kInt32> {
-  using type = int32_t;
-};
-template <>
-struct DTypeStorage<DType::kInt64> {
-  using type = int64_t;
-};
-template <>
-struct DTypeStorage<DType::kUInt8> {
-  using type = uint8_t;
-};
-template <>
-struct DTypeStorage<DType::kFloat16> {
-  using type = Half;
-};
-template <>
-struct DTypeStorage<DType::kFloat32> {
-  using type = float;
-};
-template <>
-struct DTypeStorage<DType::kFloat64> {
-  using type = double;
-};
+#define CHANFLOW_DTYPE_STORAGE(e, T, ...) \
+  template <>                             \
+  struct DTypeStorage<DType::e> {         \
+    using type = T;                       \
+  };
+CHANFLOW_DTYPES(CHANFLOW_DTYPE_STORAGE)
+#undef CHANFLOW_DTYPE_STORAGE
 
 // The dtype of a C++ storage type: dtype_of<float>() == DType::kFloat32.
 template <class T>
 constexpr DType dtype_of() noexcept {
-  if constexpr (std::is_same_v<T, bool>)
-    return DType::kBool;
-  else if constexpr (std::is_same_v<T, int8_t>)
-    return DType::kInt8;
-  else if constexpr (std::is_same_v<T, int16_t>)
-    return DType::kInt16;
-  else if constexpr (std::is_same_v<T, int32_t>)
-    return DType::kInt32;
-  else if constexpr (std::is_same_v<T, int64_t>)
-    return DType::kInt64;
-  else if constexpr (std::is_same_v<T, uint8_t>)
-    return DType::kUInt8;
-  else if constexpr (std::is_same_v<T, Half>)
-    return DType::kFloat16;
-  else if constexpr (std::is_same_v<T, float>)
-    return DType::kFloat32;
-  else if constexpr (std::is_same_v<T, double>)
-    return DType::kFloat64;
+#define CHANFLOW_DTYPE_OF(e, U, ...)  \
+  if constexpr (std::is_same_v<T, U>) \
+    return DType::e;                  \
   else
-    static_assert(!sizeof(T), "no chanflow dtype stores this C++ type");
+  CHANFLOW_DTYPES(CHANFLOW_DTYPE_OF)
+#undef CHANFLOW_DTYPE_OF
+  static_assert(!sizeof(T), "no chanflow dtype stores this C++ type");
 }
 
 }  // namespace chanflow

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "chanflow/core/export.h"
@@ -40,6 +41,27 @@ struct KernelOptions {
   // buffer instead of faulting in fresh pages on every call.
   Tensor out;
 };
+
+// The chunking policy of the layers that run kernels under a cancelable run (the graph's machines,
+// the executor): a kernel doing more than one chunk of work is split, and the run's cancellation
+// is checked between chunks. A chunk is about 0.1-1 ms of work, so the checks cost nothing
+// measurable and a canceled run stops within about a millisecond, whatever the kernel's size.
+enum class WorkKind : uint8_t {
+  kElements,      // elementwise ops, casts, reductions, softmax: elements read
+  kMultiplyAdds,  // matmul
+};
+constexpr int64_t chunk_work(WorkKind kind) noexcept {
+  return kind == WorkKind::kMultiplyAdds ? int64_t{1} << 24 : int64_t{1} << 18;
+}
+// Sets `o` to call `check` between chunks when `work` units of `kind` exceed one chunk; returns
+// whether it did (a smaller kernel runs in one go: no check, no cost).
+template <class Check>
+bool chunk_by_policy(KernelOptions& o, int64_t work, WorkKind kind, Check&& check) {
+  if (work <= chunk_work(kind)) return false;
+  o.between_chunks = std::forward<Check>(check);
+  o.chunk_elements = chunk_work(kind);
+  return true;
+}
 
 // Axes to reduce over; empty means all axes. Negative axes count from the end.
 using Axes = std::vector<int64_t>;

@@ -17,24 +17,11 @@ struct TypeTag {
 template <class F>
 decltype(auto) dispatch_dtype(DType t, F&& f) {
   switch (t) {
-    case DType::kBool:
-      return f(TypeTag<bool>{});
-    case DType::kInt8:
-      return f(TypeTag<int8_t>{});
-    case DType::kInt16:
-      return f(TypeTag<int16_t>{});
-    case DType::kInt32:
-      return f(TypeTag<int32_t>{});
-    case DType::kInt64:
-      return f(TypeTag<int64_t>{});
-    case DType::kUInt8:
-      return f(TypeTag<uint8_t>{});
-    case DType::kFloat16:
-      return f(TypeTag<Half>{});
-    case DType::kFloat32:
-      return f(TypeTag<float>{});
-    case DType::kFloat64:
-      return f(TypeTag<double>{});
+#define CHANFLOW_DTYPE_CASE(e, T, ...) \
+  case DType::e:                       \
+    return f(TypeTag<T>{});
+    CHANFLOW_DTYPES(CHANFLOW_DTYPE_CASE)
+#undef CHANFLOW_DTYPE_CASE
   }
   CHANFLOW_THROW(TypeError) << "unknown dtype code " << static_cast<int>(t);
   __builtin_unreachable();  // the thrower's destructor throws
