@@ -293,23 +293,26 @@ void emit(Head h, const Strings& ss) noexcept {
       b.budget = 0;
       b.exhausted = false;
     }
-    if (b.budget == 0 && !b.exhausted) {
-      b.budget = reserve_events();
-      b.exhausted = b.budget == 0;
+    // A run slice that starts with a wake flow's end renders as two events and counts as two.
+    const std::size_t cost = h.kind == Kind::kRun && h.n[2] != 0 ? 2 : 1;
+    while (b.budget < cost && !b.exhausted) {
+      const std::size_t more = reserve_events();
+      b.exhausted = more == 0;
+      b.budget += more;
     }
-    if (b.budget == 0) {
-      g_dropped.fetch_add(1, std::memory_order_relaxed);
+    if (b.budget < cost) {
+      g_dropped.fetch_add(cost, std::memory_order_relaxed);
       return;
     }
     const std::size_t size = record_size(ss);
     if (size > kChunkBytes) {  // a select of dozens of long-named cases: too big to keep
-      g_dropped.fetch_add(1, std::memory_order_relaxed);
+      g_dropped.fetch_add(cost, std::memory_order_relaxed);
       return;
     }
     if (b.chunk && b.chunk->used + size > kChunkBytes)
       b.chunk = hand_off(std::move(b.chunk), false);
     if (!b.chunk) b.chunk = take_chunk();
-    --b.budget;
+    b.budget -= cost;
     unsigned char* p = b.chunk->data.get() + b.chunk->used;
     h.size = static_cast<uint32_t>(size);
     h.nstr = static_cast<uint8_t>(ss.n);
@@ -322,7 +325,7 @@ void emit(Head h, const Strings& ss) noexcept {
       q += sizeof(len) + len;
     }
     b.chunk->used += size;
-    ++b.chunk->events;
+    b.chunk->events += cost;
   } catch (...) {
     // Out of memory while tracing: the event is lost rather than the program disturbed.
     g_dropped.fetch_add(1, std::memory_order_relaxed);

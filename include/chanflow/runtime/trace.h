@@ -46,8 +46,7 @@ struct Options {
   // Where the events stream to (created or truncated by start(); Error if it cannot be opened).
   // Empty: kept in memory until the next start(), for to_json().
   std::string path{};
-  // At most this many events are written (0: no bound); later ones are dropped and counted. (A
-  // green thread's run slice and the wake flow's end at its start count as one.)
+  // At most this many events are written (0: no bound); later ones are dropped and counted.
   std::size_t max_events = kDefaultMaxEvents;
   // At most about this many bytes of recorded, not yet written events exist at once (each OS
   // thread that records holds a buffer of 64 KiB of them, not counted). Events that find no room
