@@ -166,6 +166,9 @@ std::atomic<std::size_t> g_reserved{0};
 std::atomic<std::size_t> g_dropped{0};
 std::atomic<std::size_t> g_written{0};
 std::atomic<uint64_t> g_next_flow{1};
+// The first flow id of the current recording: a green thread readied during an earlier one
+// carries an older id, whose start is not in this file.
+std::atomic<uint64_t> g_first_flow{1};
 std::atomic<long> g_writer_threads{0};
 constexpr std::size_t kReserveChunk = 256;
 
@@ -755,7 +758,8 @@ void trace_run_begin(Worker* w, Task* t) noexcept {
     }
     // The wake flow that readied t ends where this run starts: rendered with the run slice
     // (trace_run_end), one record for both.
-    t->trace_run_flow = t->trace_flow;
+    t->trace_run_flow =
+        t->trace_flow >= g_first_flow.load(std::memory_order_relaxed) ? t->trace_flow : 0;
     t->trace_flow = 0;
     // The run-queue length, sampled at each dispatch and recorded when it changed since this
     // worker's last sample: the global queue plus every worker's local queue and runnext.
@@ -783,7 +787,12 @@ void trace_run_begin(Worker* w, Task* t) noexcept {
 void trace_run_end(Worker* w, Task* t, RunEnd end) noexcept {
   const int64_t now = trace::now_ns();
   w->trace_switch_ns = now;
-  if (t->trace_run_ns == 0) return;  // its run began before the recording
+  // Its run began before the recording (not traced, or traced by an earlier one).
+  if (t->trace_run_ns < g_start_ns.load(std::memory_order_relaxed)) {
+    t->trace_run_ns = 0;
+    t->trace_run_flow = 0;
+    return;
+  }
   try {
     char nbuf[24];
     char obuf[24];
@@ -1052,6 +1061,7 @@ void start(const Options& options) {
   g_writer_threads.fetch_add(1, std::memory_order_seq_cst);
   g_writer = new std::thread([f] { writer_main(f); });
   g_start_ns.store(now_ns(), std::memory_order_relaxed);
+  g_first_flow.store(g_next_flow.load(std::memory_order_relaxed), std::memory_order_relaxed);
   g_last_generation += 1;
   g_generation.store(g_last_generation, std::memory_order_release);
   g_trace_enabled.store(true, std::memory_order_release);
