@@ -212,8 +212,14 @@ __attribute__((noinline)) Task* current_task() noexcept {
 void switch_out(Task* t) noexcept {
   Worker* w = t->worker;
   check_canary(t);
-  if (trace_on()) trace_run_end(w, t, w->after_is_park ? RunEnd::kPark : RunEnd::kYield);
-  leave_task(t, take_hand_off(w, t));
+  if (!trace_on()) {
+    leave_task(t, take_hand_off(w, t));
+    return;
+  }
+  trace_run_end(w, t, w->after_is_park ? RunEnd::kPark : RunEnd::kYield);
+  Task* next = take_hand_off(w, t);  // its run starts where t's ended (trace_run_end's reading)
+  w->trace_switch_ns = 0;
+  leave_task(t, next);
 }
 
 Task* take_hand_off(Worker* w, Task* from) noexcept {
@@ -383,7 +389,10 @@ Task* SchedulerImpl::take_runnext(Worker* w) noexcept {
 }
 
 void SchedulerImpl::task_finished(Worker* w, Task* t) {
-  if (trace_on()) trace_run_end(w, t, RunEnd::kExit);
+  if (trace_on()) {
+    trace_run_end(w, t, RunEnd::kExit);
+    w->trace_switch_ns = 0;  // the worker's next pick starts later
+  }
   tsan_fiber_release(t->tsan_fiber);  // after the switch back: no green thread runs on it
   StackSlot slot = t->slot;
   slot.owner->store(nullptr, std::memory_order_relaxed);

@@ -80,6 +80,9 @@ struct Worker {
   // run-queue length it last recorded.
   trace::Track trace_track;
   int64_t trace_last_runnable = -1;
+  // The clock reading that ended the run slice of the task switching out, for the run slice of
+  // the task it hands off to (0: none; a direct hand-off starts at once).
+  int64_t trace_switch_ns = 0;
   TaskCounts counts;
 };
 

@@ -37,11 +37,12 @@ struct Task {
   StackSlot slot;
   void* asan_fake = nullptr;
   void* tsan_fiber = nullptr;
-  // Tracing (trace_impl.h): when its current run began (0: not traced), and the wake flow that
-  // its next run ends (0: none). Written by the thread that runs or readies it; the run queue's
-  // release/acquire hands them over.
+  // Tracing (trace_impl.h): when its current run began (0: not traced), the wake flow that its
+  // next run ends (0: none; set by its waker) and the one its current run ended. Written by the
+  // thread that runs or readies it; the run queue's release/acquire hands them over.
   int64_t trace_run_ns = 0;
   uint64_t trace_flow = 0;
+  uint64_t trace_run_flow = 0;
   bool parked = false;  // parked on a chanflow primitive (reports), guarded by the park
   // The innermost live ScopedParkCallback of this green thread (work_sharing.h), whose chain
   // park() runs before the task blocks. Owner-only: read and written by the green thread itself.

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -41,7 +42,8 @@ enum class Kind : uint8_t {
   kCounter,    // s: cat, name, args
   kFlowBegin,  // s: cat, name, args; n0 id
   kFlowEnd,    // s: cat, name; n0 id
-  kRun,        // s: gname, wait obj, case kinds, case objs...; n0 dur, n1 g; sub end, sub2 wait
+  kRun,        // s: gname, wait obj, case kinds, case objs...; n0 dur, n1 g, n2 the wake flow
+               // ending at its start (0: none); sub end, sub2 wait
   kWake,       // s: obj; n0 id, n1 g, n2 by_g; sub by
   kGo,         // s: gname; n1 g, n2 parent
   kChan,       // s: chan label; n0 len, n1 cap
@@ -114,18 +116,23 @@ static_assert(sizeof(Head) % 8 == 0);
 constexpr std::size_t kMaxStrings = 64;
 constexpr std::size_t kMaxStringBytes = 4096;
 
-// A record's strings: kept by pointer until copied into a buffer.
+// A record's strings: kept by pointer until copied into a buffer. Trivial pieces, so that a
+// Strings on the stack costs nothing until used (a recorder builds one per event).
 struct Strings {
-  std::string_view s[kMaxStrings];
+  struct Piece {
+    const char* data;
+    std::size_t size;
+  };
+  Piece s[kMaxStrings];
   std::size_t n = 0;
   void add(std::string_view v) noexcept {
-    if (n < kMaxStrings) s[n++] = v.substr(0, kMaxStringBytes);
+    if (n < kMaxStrings) s[n++] = {v.data(), std::min(v.size(), kMaxStringBytes)};
   }
 };
 
 std::size_t record_size(const Strings& ss) noexcept {
   std::size_t size = sizeof(Head);
-  for (std::size_t i = 0; i < ss.n; ++i) size += sizeof(uint16_t) + ss.s[i].size();
+  for (std::size_t i = 0; i < ss.n; ++i) size += sizeof(uint16_t) + ss.s[i].size;
   return (size + 7) & ~std::size_t{7};
 }
 
@@ -159,6 +166,9 @@ std::atomic<std::size_t> g_reserved{0};
 std::atomic<std::size_t> g_dropped{0};
 std::atomic<std::size_t> g_written{0};
 std::atomic<uint64_t> g_next_flow{1};
+// The first flow id of the current recording: a green thread readied during an earlier one
+// carries an older id, whose start is not in this file.
+std::atomic<uint64_t> g_first_flow{1};
 std::atomic<long> g_writer_threads{0};
 constexpr std::size_t kReserveChunk = 256;
 
@@ -286,36 +296,39 @@ void emit(Head h, const Strings& ss) noexcept {
       b.budget = 0;
       b.exhausted = false;
     }
-    if (b.budget == 0 && !b.exhausted) {
-      b.budget = reserve_events();
-      b.exhausted = b.budget == 0;
+    // A run slice that starts with a wake flow's end renders as two events and counts as two.
+    const std::size_t cost = h.kind == Kind::kRun && h.n[2] != 0 ? 2 : 1;
+    while (b.budget < cost && !b.exhausted) {
+      const std::size_t more = reserve_events();
+      b.exhausted = more == 0;
+      b.budget += more;
     }
-    if (b.budget == 0) {
-      g_dropped.fetch_add(1, std::memory_order_relaxed);
+    if (b.budget < cost) {
+      g_dropped.fetch_add(cost, std::memory_order_relaxed);
       return;
     }
     const std::size_t size = record_size(ss);
     if (size > kChunkBytes) {  // a select of dozens of long-named cases: too big to keep
-      g_dropped.fetch_add(1, std::memory_order_relaxed);
+      g_dropped.fetch_add(cost, std::memory_order_relaxed);
       return;
     }
     if (b.chunk && b.chunk->used + size > kChunkBytes)
       b.chunk = hand_off(std::move(b.chunk), false);
     if (!b.chunk) b.chunk = take_chunk();
-    --b.budget;
+    b.budget -= cost;
     unsigned char* p = b.chunk->data.get() + b.chunk->used;
     h.size = static_cast<uint32_t>(size);
     h.nstr = static_cast<uint8_t>(ss.n);
     std::memcpy(p, &h, sizeof(Head));
     unsigned char* q = p + sizeof(Head);
     for (std::size_t i = 0; i < ss.n; ++i) {
-      const auto len = static_cast<uint16_t>(ss.s[i].size());
+      const auto len = static_cast<uint16_t>(ss.s[i].size);
       std::memcpy(q, &len, sizeof(len));
-      std::memcpy(q + sizeof(len), ss.s[i].data(), len);
+      if (len != 0) std::memcpy(q + sizeof(len), ss.s[i].data, len);
       q += sizeof(len) + len;
     }
     b.chunk->used += size;
-    ++b.chunk->events;
+    b.chunk->events += cost;
   } catch (...) {
     // Out of memory while tracing: the event is lost rather than the program disturbed.
     g_dropped.fetch_add(1, std::memory_order_relaxed);
@@ -323,10 +336,47 @@ void emit(Head h, const Strings& ss) noexcept {
 }
 
 // ---- rendering ---------------------------------------------------------------------------------
+//
+// The writer renders with std::to_chars and a direct escape, not snprintf and a JSON library: it
+// must keep up with recorders producing millions of events a second (docs/runtime.md, "Tracing").
 
 void append_string(std::string& out, std::string_view s) {
+  bool plain = true;
+  for (const char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u >= 0x80 || c == '"' || c == '\\') {
+      plain = false;
+      break;
+    }
+  }
+  if (plain) {
+    out += '"';
+    out += s;
+    out += '"';
+    return;
+  }
   // nlohmann's escaping; bytes that are not UTF-8 become U+FFFD instead of an error.
   out += nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+void append_int(std::string& out, int64_t v) {
+  char buf[24];
+  const auto r = std::to_chars(buf, buf + sizeof(buf), v);
+  out.append(buf, r.ptr);
+}
+
+// Nanoseconds as microseconds with three decimals ("12.345", "-0.007").
+void append_us(std::string& out, int64_t ns) {
+  if (ns < 0) {
+    out += '-';
+    ns = -ns;
+  }
+  append_int(out, ns / 1000);
+  const auto frac = static_cast<int>(ns % 1000);
+  const char digits[4] = {'.', static_cast<char>('0' + frac / 100),
+                          static_cast<char>('0' + frac / 10 % 10),
+                          static_cast<char>('0' + frac % 10)};
+  out.append(digits, 4);
 }
 
 template <class... A>
@@ -336,13 +386,18 @@ void append_format(std::string& out, const char* format, A... args) {
   out.append(buf, static_cast<std::size_t>(std::clamp<int>(n, 0, sizeof(buf) - 1)));
 }
 
-double us_of(int64_t ns) {
-  return static_cast<double>(ns - g_start_ns.load(std::memory_order_relaxed)) / 1000.0;
-}
+int64_t rel_ns(int64_t ns) { return ns - g_start_ns.load(std::memory_order_relaxed); }
 
+// ,"ph":"X","ts":..,"pid":..,"tid":..
 void append_common(std::string& out, const Head& h, const char* ph) {
-  append_format(out, "\"ph\":\"%s\",\"ts\":%.3f,\"pid\":%u,\"tid\":%u", ph, us_of(h.ts), h.pid,
-                h.tid);
+  out += "\"ph\":\"";
+  out += ph;
+  out += "\",\"ts\":";
+  append_us(out, rel_ns(h.ts));
+  out += ",\"pid\":";
+  append_int(out, h.pid);
+  out += ",\"tid\":";
+  append_int(out, h.tid);
 }
 
 // One record as a JSON object.
@@ -374,12 +429,15 @@ void render(const unsigned char* p, std::string& out) {
   switch (h.kind) {
     case Kind::kSlice:
       generic("X");
-      append_format(out, ",\"dur\":%.3f", static_cast<double>(h.n[0]) / 1000.0);
+      out += ",\"dur\":";
+      append_us(out, h.n[0]);
       args(s[2]);
       break;
     case Kind::kInstant:
       generic("i");
-      append_format(out, ",\"s\":\"%c\"", static_cast<char>(h.sub));
+      out += ",\"s\":\"";
+      out += static_cast<char>(h.sub);
+      out += '"';
       args(s[2]);
       break;
     case Kind::kCounter:
@@ -388,30 +446,39 @@ void render(const unsigned char* p, std::string& out) {
       break;
     case Kind::kFlowBegin:
       generic("s");
-      append_format(out, ",\"id\":%lld", static_cast<long long>(h.n[0]));
+      out += ",\"id\":";
+      append_int(out, h.n[0]);
       args(s[2]);
       break;
     case Kind::kFlowEnd:
       generic("f");
-      append_format(out, ",\"bp\":\"e\",\"id\":%lld", static_cast<long long>(h.n[0]));
+      out += ",\"bp\":\"e\",\"id\":";
+      append_int(out, h.n[0]);
       break;
     case Kind::kRun: {
       out += "{\"cat\":\"run\",\"name\":";
       append_string(out, s[0]);
       out += ',';
       append_common(out, h, "X");
-      append_format(out, ",\"dur\":%.3f,\"args\":{\"g\":%lld,\"end\":\"%s\"",
-                    static_cast<double>(h.n[0]) / 1000.0, static_cast<long long>(h.n[1]),
-                    kRunEndNames[h.sub]);
+      out += ",\"dur\":";
+      append_us(out, h.n[0]);
+      out += ",\"args\":{\"g\":";
+      append_int(out, h.n[1]);
+      out += ",\"end\":\"";
+      out += kRunEndNames[h.sub];
+      out += '"';
       if (static_cast<RunEnd>(h.sub) == RunEnd::kPark) {
-        append_format(out, ",\"wait\":{\"kind\":\"%s\",\"obj\":", kWaitKindNames[h.sub2]);
+        out += ",\"wait\":{\"kind\":\"";
+        out += kWaitKindNames[h.sub2];
+        out += "\",\"obj\":";
         append_string(out, s[1]);
         if (static_cast<WaitKind>(h.sub2) == WaitKind::kSelect && h.nstr >= 3) {
           out += ",\"cases\":[";
           const std::string_view kinds = s[2];
           for (std::size_t i = 0; i < kinds.size() && 3 + i < h.nstr; ++i) {
-            append_format(out, "%s{\"kind\":\"%s\",\"obj\":", i == 0 ? "" : ",",
-                          kWaitKindNames[static_cast<uint8_t>(kinds[i])]);
+            out += i == 0 ? "{\"kind\":\"" : ",{\"kind\":\"";
+            out += kWaitKindNames[static_cast<uint8_t>(kinds[i])];
+            out += "\",\"obj\":";
             append_string(out, s[3 + i]);
             out += '}';
           }
@@ -420,36 +487,58 @@ void render(const unsigned char* p, std::string& out) {
         out += '}';
       }
       out += "}}";
+      if (h.n[2] != 0) {  // the wake flow's end: the start of this slice
+        out += ",\n{\"cat\":\"wake\",\"name\":\"wake\",";
+        append_common(out, h, "f");
+        out += ",\"bp\":\"e\",\"id\":";
+        append_int(out, h.n[2]);
+        out += '}';
+      }
       return;
     }
     case Kind::kWake:
       out += "{\"cat\":\"wake\",\"name\":\"wake\",";
       append_common(out, h, "s");
-      append_format(out, ",\"id\":%lld,\"args\":{\"g\":%lld,\"by\":\"%s\",\"by_g\":%lld,\"obj\":",
-                    static_cast<long long>(h.n[0]), static_cast<long long>(h.n[1]),
-                    by_name(static_cast<By>(h.sub)), static_cast<long long>(h.n[2]));
+      out += ",\"id\":";
+      append_int(out, h.n[0]);
+      out += ",\"args\":{\"g\":";
+      append_int(out, h.n[1]);
+      out += ",\"by\":\"";
+      out += by_name(static_cast<By>(h.sub));
+      out += "\",\"by_g\":";
+      append_int(out, h.n[2]);
+      out += ",\"obj\":";
       append_string(out, s[0]);
       out += "}}";
       return;
     case Kind::kGo:
       out += "{\"cat\":\"gthread\",\"name\":\"go\",\"s\":\"t\",";
       append_common(out, h, "i");
-      append_format(out, ",\"args\":{\"g\":%lld,\"gname\":", static_cast<long long>(h.n[1]));
+      out += ",\"args\":{\"g\":";
+      append_int(out, h.n[1]);
+      out += ",\"gname\":";
       append_string(out, s[0]);
-      append_format(out, ",\"parent\":%lld}}", static_cast<long long>(h.n[2]));
+      out += ",\"parent\":";
+      append_int(out, h.n[2]);
+      out += "}}";
       return;
     case Kind::kChan:
       out += "{\"cat\":\"chan\",\"name\":";
       append_string(out, std::string("chan ").append(s[0]));
       out += ',';
       append_common(out, h, "C");
-      append_format(out, ",\"args\":{\"len\":%lld,\"cap\":%lld}}", static_cast<long long>(h.n[0]),
-                    static_cast<long long>(h.n[1]));
+      out += ",\"args\":{\"len\":";
+      append_int(out, h.n[0]);
+      out += ",\"cap\":";
+      append_int(out, h.n[1]);
+      out += "}}";
       return;
     case Kind::kRunQueue:
       out += "{\"cat\":\"sched\",\"name\":\"run queue\",";
       append_common(out, h, "C");
-      append_format(out, ",\"args\":{\"runnable\":%lld}}", static_cast<long long>(h.n[0]));
+      out += ",\"args\":{\"runnable\":";
+      append_int(out, h.n[0]);
+      out += "}}";
       return;
   }
   out += '}';
@@ -662,24 +751,16 @@ void trace_wake(Parker* p) noexcept {
 
 void trace_run_begin(Worker* w, Task* t) noexcept {
   try {
-    const int64_t now = trace::now_ns();
+    const int64_t now = w->trace_switch_ns != 0 ? w->trace_switch_ns : trace::now_ns();
     t->trace_run_ns = now;
     if (w->trace_track.tid == 0) {
       w->trace_track = trace::thread(runtime_pid(), "worker " + std::to_string(w->index));
     }
-    if (t->trace_flow != 0) {
-      Strings ss;
-      ss.add("wake");
-      ss.add("wake");
-      Head h{};
-      h.kind = Kind::kFlowEnd;
-      h.pid = w->trace_track.pid;
-      h.tid = w->trace_track.tid;
-      h.ts = now;
-      h.n[0] = static_cast<int64_t>(t->trace_flow);
-      emit(h, ss);
-      t->trace_flow = 0;
-    }
+    // The wake flow that readied t ends where this run starts: rendered with the run slice
+    // (trace_run_end), one record for both.
+    t->trace_run_flow =
+        t->trace_flow >= g_first_flow.load(std::memory_order_relaxed) ? t->trace_flow : 0;
+    t->trace_flow = 0;
     // The run-queue length, sampled at each dispatch and recorded when it changed since this
     // worker's last sample: the global queue plus every worker's local queue and runnext.
     SchedulerImpl* s = w->sched;
@@ -696,16 +777,23 @@ void trace_run_begin(Worker* w, Task* t) noexcept {
       h.tid = w->trace_track.tid;
       h.ts = now;
       h.n[0] = runnable;
-      emit(h, Strings{});
+      Strings none;
+      emit(h, none);
     }
   } catch (...) {
   }
 }
 
 void trace_run_end(Worker* w, Task* t, RunEnd end) noexcept {
-  if (t->trace_run_ns == 0) return;  // its run began before the recording
+  const int64_t now = trace::now_ns();
+  w->trace_switch_ns = now;
+  // Its run began before the recording (not traced, or traced by an earlier one).
+  if (t->trace_run_ns < g_start_ns.load(std::memory_order_relaxed)) {
+    t->trace_run_ns = 0;
+    t->trace_run_flow = 0;
+    return;
+  }
   try {
-    const int64_t now = trace::now_ns();
     char nbuf[24];
     char obuf[24];
     Strings ss;
@@ -718,7 +806,9 @@ void trace_run_end(Worker* w, Task* t, RunEnd end) noexcept {
     h.ts = t->trace_run_ns;
     h.n[0] = now - t->trace_run_ns;
     h.n[1] = static_cast<int64_t>(t->id);
+    h.n[2] = static_cast<int64_t>(t->trace_run_flow);
     t->trace_run_ns = 0;
+    t->trace_run_flow = 0;
     // What it parks on, while the lock of that is still held (the objects are alive).
     std::string kinds;
     if (end == RunEnd::kPark) {
@@ -899,14 +989,15 @@ bool stop_locked() CHANFLOW_REQUIRES(detail::g_session_mu) {
   const std::size_t max_events = g_max_events.load(std::memory_order_relaxed);
   if (dropped > 0) {
     next();
-    append_format(text,
-                  R"({"ph":"i","s":"g","cat":"mark","name":"dropped","ts":%.3f,"pid":%u,"tid":0,)"
-                  R"("args":{"dropped_events":%zu,"max_events":%zu}})",
-                  us_of(end_ns), rt, dropped, max_events);
+    text += R"({"ph":"i","s":"g","cat":"mark","name":"dropped","ts":)";
+    append_us(text, rel_ns(end_ns));
+    append_format(text, R"(,"pid":%u,"tid":0,"args":{"dropped_events":%zu,"max_events":%zu}})", rt,
+                  dropped, max_events);
   }
   next();
-  append_format(text, R"({"ph":"i","s":"g","cat":"mark","name":"stop","ts":%.3f,"pid":%u,"tid":0})",
-                us_of(end_ns), rt);
+  text += R"({"ph":"i","s":"g","cat":"mark","name":"stop","ts":)";
+  append_us(text, rel_ns(end_ns));
+  append_format(text, R"(,"pid":%u,"tid":0})", rt);
   append_format(text,
                 "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"chanflow_trace\":1,"
                 "\"dropped_events\":%zu,\"max_events\":%zu,\"events\":%zu,\"complete\":true}}\n",
@@ -970,6 +1061,7 @@ void start(const Options& options) {
   g_writer_threads.fetch_add(1, std::memory_order_seq_cst);
   g_writer = new std::thread([f] { writer_main(f); });
   g_start_ns.store(now_ns(), std::memory_order_relaxed);
+  g_first_flow.store(g_next_flow.load(std::memory_order_relaxed), std::memory_order_relaxed);
   g_last_generation += 1;
   g_generation.store(g_last_generation, std::memory_order_release);
   g_trace_enabled.store(true, std::memory_order_release);

@@ -35,7 +35,8 @@ void trace_go(Task* t, const Task* parent) noexcept;
 // flow that readied it, and the run-queue counter when it changed.
 void trace_run_begin(Worker* w, Task* t) noexcept;
 // t, running on w, switches out (its park's locks still held, so what it waits on is alive) or
-// finished: its run slice, with what it parks on.
+// finished: its run slice, with what it parks on. Leaves the reading in w->trace_switch_ns for a
+// direct hand-off's trace_run_begin (the caller clears it).
 void trace_run_end(Worker* w, Task* t, RunEnd end) noexcept;
 // The caller claimed p, a green thread's parker, and is about to make it runnable: the wake flow's
 // start, saying what woke it (from p's armed reason and fired waiter) and who.

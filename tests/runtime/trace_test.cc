@@ -427,6 +427,16 @@ TEST_P(TraceRuntime, ChannelOccupancyAndRunQueueCounters) {
   EXPECT_GT(p.run_queue_samples, 0);
 }
 
+// The writer thread is the runtime's own: deadlock detection still concludes while a recording
+// is on (a thread it did not know would suspend it for good: this test would hang).
+TEST_P(TraceRuntime, DeadlockIsStillReportedWhileTracing) {
+  cf::trace::start();
+  auto ch = cf::make_chan<int>(0, "never");
+  cf::go("stuck", [ch] { ch.recv(); });
+  EXPECT_THROW(ch.recv(), cf::DeadlockError);
+  cf::trace::stop();
+}
+
 // Off, the runtime records nothing.
 TEST_P(TraceRuntime, OffRecordsNothing) {
   cf::trace::start();

@@ -17,11 +17,12 @@
 // appended in binary form to a buffer of the calling OS thread (no shared lock); full buffers go
 // to a writer thread that renders them as JSON and writes them to the file as they come. At most
 // Options::max_events events are written (later ones are counted as dropped), and at most
-// Options::buffer_bytes of buffers wait for the writer: when it falls behind, new events are
-// dropped and counted, never queued without bound. The count is in "otherData"
+// Options::buffer_bytes of buffers wait for the writer: when it falls behind, a full buffer's
+// events are dropped and counted, never queued without bound. The count is in "otherData"
 // ("dropped_events") and a "dropped" mark. A recording that ends by stop() — also when the
 // program was cancelled or signalled and stops the trace on its way out — leaves a complete JSON
-// document; one cut short (the process killed) leaves a prefix that readers accept.
+// document (so does exit() with a recording on: an atexit handler stops it); one cut short (the
+// process killed) leaves a prefix that readers accept.
 //
 // Thread-safety: every function may be called from any green thread or OS thread. start() and
 // stop() are serialised among themselves; a recording call that races with stop() is either in
@@ -64,8 +65,8 @@ CHANFLOW_API void start(const Options& options = {});
 CHANFLOW_API void stop();
 // Whether a recording is on. One relaxed load.
 CHANFLOW_API bool enabled() noexcept;
-// Events recorded (kept) by the current or last recording, and events dropped by it.
-// Snapshots; exact once stop() returned.
+// Events written by the current or last recording, and events it dropped. Snapshots; exact once
+// stop() returned.
 CHANFLOW_API std::size_t event_count() noexcept;
 CHANFLOW_API std::size_t dropped_count() noexcept;
 // The JSON document of the last in-memory recording (Options::path empty), complete once stop()
