@@ -84,9 +84,8 @@ class CHANFLOW_API Channel : public ObjectRef {
     if constexpr (!std::is_same_v<TObj, Object>) {
       check = [](const Object* o) { return o->is_instance<TObj>(); };
     }
-    return Channel(make_object<ChannelObj>(capacity, TObj::kTypeKey, check,
-                                           TObj::runtime_type_index(), int32_t{-1},
-                                           std::move(name)));
+    return Channel(make_object<ChannelObj>(
+        capacity, TObj::kTypeKey, check, TObj::runtime_type_index(), int32_t{-1}, std::move(name)));
   }
 
   // Nil-aware forms of ChannelObj's methods: on a null Channel, send/recv block forever, try_*
