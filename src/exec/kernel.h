@@ -133,12 +133,18 @@ std::vector<TensorInfo> infer(const OpDesc& op, const OpSchema* schema,
 }
 }  // namespace rows
 
-// The row of op `type`: attributes A, kernel R, parameters bound by B, inference I (or none).
-template <class A, TypedRun<A> R, BindFn B, TypedInfer<A> I = nullptr>
+// The row of op `type`: attributes A, kernel R, parameters bound by B, inference I. Two overloads
+// rather than a null default for I: GCC's UBSan (-fsanitize=undefined) makes a function address
+// compared with null not a constant expression.
+template <class A, TypedRun<A> R, BindFn B, TypedInfer<A> I>
 constexpr KernelRow op(const char* type) {
-  InferFn infer = nullptr;
-  if constexpr (I != nullptr) infer = &rows::infer<A, I>;
-  return KernelRow{type, &rows::run<A, R>, &rows::prepare<A, B>, infer, &check_fields<A>};
+  return KernelRow{type, &rows::run<A, R>, &rows::prepare<A, B>, &rows::infer<A, I>,
+                   &check_fields<A>};
+}
+// The row of an op without tensor inference (control flow, channels).
+template <class A, TypedRun<A> R, BindFn B>
+constexpr KernelRow op(const char* type) {
+  return KernelRow{type, &rows::run<A, R>, &rows::prepare<A, B>, nullptr, &check_fields<A>};
 }
 
 // The kernel families' tables.
