@@ -103,23 +103,30 @@ int64_t timed_runs() {
 // --- channels ----------------------------------------------------------------------------------
 
 // Unbuffered ping-pong: one round trip = send on req, the echo green thread answers on resp.
+// `around` (start, stop) brackets the timed round trips. Returns their seconds (-1: a wrong echo).
+template <class Around = void (*)(bool)>
+double ping_pong(
+    int64_t n, cf::Chan<int64_t> req, cf::Chan<int64_t> resp, Around around = [](bool) {}) {
+  cf::go("echo", [req, resp]() mutable {
+    for (int64_t x : req) resp.send(x + 1);
+  });
+  around(true);
+  int64_t v = 0;
+  const auto t = Clock::now();
+  for (int64_t i = 0; i < n; ++i) {
+    req.send(v);
+    v = *resp.recv();
+  }
+  const double secs = seconds_since(t);
+  around(false);
+  req.close();
+  return v == n ? secs : -1;
+}
+
 void BM_PingPong(benchmark::State& state) {
   const int64_t n = scaled(1'000'000);
   run_shape(state, n, [n]() -> double {
-    cf::Chan<int64_t> req = cf::make_chan<int64_t>();
-    cf::Chan<int64_t> resp = cf::make_chan<int64_t>();
-    cf::go("echo", [req, resp]() mutable {
-      for (int64_t x : req) resp.send(x + 1);
-    });
-    int64_t v = 0;
-    const auto t = Clock::now();
-    for (int64_t i = 0; i < n; ++i) {
-      req.send(v);
-      v = *resp.recv();
-    }
-    const double secs = seconds_since(t);
-    req.close();
-    return v == n ? secs : -1;
+    return ping_pong(n, cf::make_chan<int64_t>(), cf::make_chan<int64_t>());
   });
 }
 CHANFLOW_BENCH_SCALING(BM_PingPong);
@@ -136,24 +143,16 @@ void BM_PingPongTraced(benchmark::State& state) {
       std::string(tmp != nullptr ? tmp : "/tmp") + "/chanflow_bench_trace.json";
   std::size_t kept = 0, dropped = 0;
   run_shape(state, n, [n, &path, &kept, &dropped]() -> double {
-    cf::Chan<int64_t> req = cf::make_chan<int64_t>(0, "req");
-    cf::Chan<int64_t> resp = cf::make_chan<int64_t>(0, "resp");
-    cf::go("echo", [req, resp]() mutable {
-      for (int64_t x : req) resp.send(x + 1);
-    });
-    cf::trace::start({.path = path, .max_events = 0});
-    int64_t v = 0;
-    const auto t = Clock::now();
-    for (int64_t i = 0; i < n; ++i) {
-      req.send(v);
-      v = *resp.recv();
-    }
-    const double secs = seconds_since(t);
-    cf::trace::stop();
-    kept += cf::trace::event_count();
-    dropped += cf::trace::dropped_count();
-    req.close();
-    return v == n ? secs : -1;
+    return ping_pong(n, cf::make_chan<int64_t>(0, "req"), cf::make_chan<int64_t>(0, "resp"),
+                     [&](bool start) {
+                       if (start) {
+                         cf::trace::start({.path = path, .max_events = 0});
+                         return;
+                       }
+                       cf::trace::stop();
+                       kept += cf::trace::event_count();
+                       dropped += cf::trace::dropped_count();
+                     });
   });
   state.counters["dropped_share"] =
       kept + dropped == 0 ? 0.0
