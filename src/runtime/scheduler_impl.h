@@ -76,10 +76,11 @@ struct Worker {
   uint64_t id_next = 0;
   uint64_t id_end = 0;
   StackPool::Cache stacks;
-  // Tracing (owner-only): this worker's lane (registered on its first traced run) and the
-  // run-queue length it last recorded.
+  // Tracing (owner-only): this worker's lane (registered on its first traced run), the run-queue
+  // length it last recorded and when it last sampled it.
   trace::Track trace_track;
   int64_t trace_last_runnable = -1;
+  int64_t trace_runnable_ns = 0;  // when it last sampled the run-queue length
   // The clock reading that ended the run slice of the task switching out, for the run slice of
   // the task it hands off to (0: none; a direct hand-off starts at once).
   int64_t trace_switch_ns = 0;

@@ -9,6 +9,7 @@
 #include "chanflow/core/cache_line.h"
 #include "chanflow/runtime/detail/wait.h"
 #include "stack_pool.h"
+#include "trace_impl.h"
 
 namespace chanflow {
 class ScopedParkCallback;
@@ -37,12 +38,13 @@ struct Task {
   StackSlot slot;
   void* asan_fake = nullptr;
   void* tsan_fiber = nullptr;
-  // Tracing (trace_impl.h): when its current run began (0: not traced), the wake flow that its
-  // next run ends (0: none; set by its waker) and the one its current run ended. Written by the
-  // thread that runs or readies it; the run queue's release/acquire hands them over.
+  // Tracing (trace_impl.h): when its current run began (0: not traced); the wake that readied it
+  // and is recorded with its next run slice (written by its waker; the run queue's release/acquire
+  // hands it to the worker that runs it); the wake that started its current run (moved there by
+  // trace_run_begin, read by trace_run_end on the same worker).
   int64_t trace_run_ns = 0;
-  uint64_t trace_flow = 0;
-  uint64_t trace_run_flow = 0;
+  TraceWake trace_wake;
+  TraceWake trace_run_wake;
   bool parked = false;  // parked on a chanflow primitive (reports), guarded by the park
   // The innermost live ScopedParkCallback of this green thread (work_sharing.h), whose chain
   // park() runs before the task blocks. Owner-only: read and written by the green thread itself.

@@ -28,18 +28,35 @@ inline bool trace_on() noexcept { return g_trace_enabled.load(std::memory_order_
 // How a run slice ended.
 enum class RunEnd : uint8_t { kPark, kYield, kExit };
 
+// What a recorded object number means (the writer renders the label): a channel's trace id (its
+// name when the recording registered one, else "#<id>"), an address ("#0x..."), or a fixed label.
+enum class ObjKind : uint8_t { kNone, kChan, kAddr, kSelect, kSleep, kNilChan };
+
+// The event that made a green thread runnable, kept in its Task until its next run slice is
+// recorded (trace_run_end): the wake flow's start is written with that slice, in one record, so a
+// wake costs a clock reading and a few stores, not a record of its own. ns == 0: none.
+struct TraceWake {
+  int64_t ns = 0;
+  uint64_t obj = 0;   // per obj_kind
+  uint64_t by_g = 0;  // the waking green thread (0: an OS thread)
+  uint32_t pid = 0;   // the waker's track
+  uint32_t tid = 0;
+  uint8_t by = 0;  // trace.cc's By
+  ObjKind obj_kind = ObjKind::kNone;
+};
+
 // A green thread was created by the calling thread (`parent`: the green thread that spawned it,
-// or null): the "go" instant, and a "spawn" wake flow to its first run.
+// or null): the "go" instant, and a "spawn" wake (recorded with its first run).
 void trace_go(Task* t, const Task* parent) noexcept;
-// w starts running t (call before the switch): the start of t's run slice, the end of the wake
-// flow that readied it, and the run-queue counter when it changed.
+// w starts running t (call before the switch): the start of t's run slice (which the wake that
+// readied it ends), and the run-queue counter when it changed.
 void trace_run_begin(Worker* w, Task* t) noexcept;
 // t, running on w, switches out (its park's locks still held, so what it waits on is alive) or
-// finished: its run slice, with what it parks on. Leaves the reading in w->trace_switch_ns for a
-// direct hand-off's trace_run_begin (the caller clears it).
+// finished: its run slice, with what it parks on and the wake that started it. Leaves the reading
+// in w->trace_switch_ns for a direct hand-off's trace_run_begin (the caller clears it).
 void trace_run_end(Worker* w, Task* t, RunEnd end) noexcept;
-// The caller claimed p, a green thread's parker, and is about to make it runnable: the wake flow's
-// start, saying what woke it (from p's armed reason and fired waiter) and who.
+// The caller claimed p, a green thread's parker, and is about to make it runnable: notes in its
+// Task when, what woke it (from p's armed reason and fired waiter) and who.
 void trace_wake(Parker* p) noexcept;
 // c's buffered length changed (c's lock held): its counter.
 void trace_chan_counter(const ChanBase* c) noexcept;
@@ -47,9 +64,5 @@ void trace_chan_counter(const ChanBase* c) noexcept;
 void trace_set_timer_thread() noexcept;
 // OS threads the recording owns (its writer): 0 or 1 (the deadlock condition counts them).
 long trace_threads() noexcept;
-
-// A channel's label in the trace: its name, else "#<id>" (an id allocated on first use). `buf`
-// holds the "#<id>" form.
-std::string_view chan_label(const ChanBase* c, char (&buf)[24]) noexcept;
 
 }  // namespace chanflow::detail

@@ -90,6 +90,9 @@ class CHANFLOW_API ChanBase {
   // A process-unique id, allocated on first call (traces show an unnamed channel as "#<id>").
   // Thread-safe.
   uint64_t trace_id() const noexcept;
+  // trace_id(), with this channel's name registered with the current recording on its first use
+  // there (its records carry the id; the trace's writer renders the name). Thread-safe.
+  uint64_t trace_obj() const noexcept;
 
  private:
   // The channel algorithm (src/runtime/chan_ops.h: chan.cc and select.cc use it) and the
@@ -130,6 +133,8 @@ class CHANFLOW_API ChanBase {
   WaitQueue sendq_ CHANFLOW_GUARDED_BY(lock_);
   std::string name_;
   mutable std::atomic<uint64_t> trace_id_{0};
+  // The recording (its generation) that has this channel's name (trace.cc).
+  mutable std::atomic<uint64_t> trace_named_in_{0};
   bool context_done_ = false;
 };
 
