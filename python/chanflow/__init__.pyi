@@ -421,8 +421,9 @@ class Channel(Object):
     chanflow objects: send converts a Python value as Executor.run's feeds do (a NumPy array
     becomes a Tensor sharing its memory), recv gives it back as a Python value. Equality and hash
     are identity."""
-    def __init__(self, capacity: int = 0, elem: Optional[str] = None) -> None:
-        """The same as make_chan(capacity, elem)."""
+    def __init__(self, capacity: int = 0, elem: Optional[str] = None,
+                 name: Optional[str] = None) -> None:
+        """The same as make_chan(capacity, elem, name)."""
     def send(self, value: Any, timeout: Optional[float] = None) -> None:
         """Blocks until a receiver or the buffer takes `value`; ChannelClosedError once closed,
         DeadlineExceededError when `timeout` seconds pass first."""
@@ -446,14 +447,19 @@ class Channel(Object):
     @property
     def elem(self) -> str:
         """The element type key: what send accepts ('Object': anything)."""
+    @property
+    def name(self) -> str:
+        """The name traces show for it ('': none, traces show '#<id>')."""
     # Iterating receives until the channel is closed and drained.
     def __iter__(self) -> Channel: ...
     def __next__(self) -> Any: ...
 
-def make_chan(capacity: int = 0, elem: Optional[str] = None) -> Channel:
+def make_chan(capacity: int = 0, elem: Optional[str] = None,
+              name: Optional[str] = None) -> Channel:
     """A channel with room for `capacity` buffered values (0: unbuffered). `elem` restricts what
     it carries, by type key: 'Object' (anything; None means this), 'Tensor', 'Tensor(float32)'
-    (any dtype name), 'Channel', 'Int', 'Float', 'Bool', 'String', 'Array' or 'Map'."""
+    (any dtype name), 'Channel', 'Int', 'Float', 'Bool', 'String', 'Array' or 'Map'. `name` is
+    what traces call it (None: '#<id>')."""
 
 class SelectCase:
     """One case of select(), made by recv_case() or send_case(); immutable, so reusable."""

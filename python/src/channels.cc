@@ -51,7 +51,7 @@ std::string repr_of(py::handle v) { return py::repr(v).cast<std::string>(); }
 // A channel of `capacity` carrying `elem` (a type key of chanflow/exec/channels.h, made there as
 // the executor's channel_create makes its channels, so a channel made here binds to a program's
 // channel variable of the same declaration).
-Channel make_channel(py::handle capacity_arg, py::handle elem_arg) {
+Channel make_typed_channel(py::handle capacity_arg, py::handle elem_arg) {
   if (PyLong_Check(capacity_arg.ptr()) == 0 || PyBool_Check(capacity_arg.ptr()) != 0) {
     throw_type_error("make_chan: capacity must be an int, got '" + type_name(capacity_arg) + "'");
   }
@@ -76,6 +76,19 @@ Channel make_channel(py::handle capacity_arg, py::handle elem_arg) {
     throw py::value_error("make_chan: elem must be " + std::string(channel_elem_choices()) +
                           ", got " + repr_of(elem_arg));
   }
+}
+
+// make_typed_channel, named `name_arg` in traces (None: "#<id>"; a str otherwise). The name is
+// set before the channel is returned, so before any other thread can see it.
+Channel make_channel(py::handle capacity_arg, py::handle elem_arg, py::handle name_arg) {
+  if (!name_arg.is_none() && !PyUnicode_Check(name_arg.ptr())) {
+    throw_type_error("make_chan: name must be a str or None, got '" + type_name(name_arg) + "'");
+  }
+  Channel ch = make_typed_channel(capacity_arg, elem_arg);
+  if (!name_arg.is_none()) {
+    const_cast<ChannelObj*>(ch.get())->base()->set_name(name_arg.cast<std::string>());
+  }
+  return ch;
 }
 
 // The object behind a Python Channel (never null: a Python Channel always has one).
@@ -341,10 +354,12 @@ void bind_channels(py::module_& m) {
       "send converts a Python value as chanflow.Executor's feeds do (a NumPy array becomes a "
       "Tensor sharing its memory: do not modify it after sending), recv returns it as a Python "
       "value. Blocking calls release the GIL; on the main thread Ctrl-C interrupts them.")
-      .def(py::init(
-               [](py::handle capacity, py::handle elem) { return make_channel(capacity, elem); }),
-           py::arg("capacity") = 0, py::arg("elem") = py::none(),
-           "Channel(capacity=0, elem=None): the same as make_chan(capacity, elem).")
+      .def(py::init([](py::handle capacity, py::handle elem, py::handle name) {
+             return make_channel(capacity, elem, name);
+           }),
+           py::arg("capacity") = 0, py::arg("elem") = py::none(), py::arg("name") = py::none(),
+           "Channel(capacity=0, elem=None, name=None): the same as make_chan(capacity, elem, "
+           "name).")
       .def("send", &send, py::arg("value"), py::arg("timeout") = py::none(),
            "Sends `value`: blocks until a receiver takes it (capacity 0) or the buffer has room. "
            "Raises ChannelClosedError if the channel is (or gets) closed, chanflow.TypeError if "
@@ -377,6 +392,9 @@ void bind_channels(py::module_& m) {
       .def_property_readonly(
           "elem", [](const Channel& ch) { return obj(ch)->elem_type(); },
           "The element type key: what send accepts ('Object': anything).")
+      .def_property_readonly(
+          "name", [](const Channel& ch) { return obj(ch)->base()->name(); },
+          "The name traces show for it ('': none, traces show '#<id>').")
       .def(
           "__iter__", [](py::object self) { return self; },
           "The channel itself: iterating receives until it is closed and drained.")
@@ -398,9 +416,11 @@ void bind_channels(py::module_& m) {
       "`elem` restricts what it carries, by type key: " +
       std::string(channel_elem_choices()) +
       "; None is 'Object'. A program's channel variable declared with an element type binds "
-      "to a channel of 'Tensor' or of that dtype ('Tensor(float32)').";
+      "to a channel of 'Tensor' or of that dtype ('Tensor(float32)'). `name` is what traces "
+      "(chanflow.trace_start) call it: where green threads wait on it, what woke them, its "
+      "buffer's length (None: '#<id>').";
   m.def("make_chan", &make_channel, py::arg("capacity") = 0, py::arg("elem") = py::none(),
-        make_chan_doc.c_str());
+        py::arg("name") = py::none(), make_chan_doc.c_str());
 
   py::class_<PySelectCase>(m, "SelectCase",
                            "One case of select(): made by recv_case() or send_case(); may be "

@@ -451,6 +451,12 @@ Worker* SchedulerImpl::worker_here() const noexcept {
   return w != nullptr && w->sched == this ? w : nullptr;
 }
 
+namespace {
+// Green-thread ids are unique in the process, not per scheduler: a trace (or an error message)
+// that shows threads of two schedulers never shows one id for two of them.
+alignas(kCacheLine) std::atomic<uint64_t> next_id{1};
+}  // namespace
+
 uint64_t SchedulerImpl::take_id(Worker* w) noexcept {
   constexpr uint64_t kIdBlock = 1024;  // ids a worker takes at once from the shared counter
   if (w == nullptr) return next_id.fetch_add(1, std::memory_order_relaxed);

@@ -72,7 +72,7 @@ struct Worker {
   void* tsan_fiber = nullptr;
   const void* stack_bottom = nullptr;
   std::size_t stack_size = 0;
-  // Task ids handed out here next: [id_next, id_end), taken from SchedulerImpl::next_id in blocks.
+  // Task ids handed out here next: [id_next, id_end), taken from the process's counter in blocks.
   uint64_t id_next = 0;
   uint64_t id_end = 0;
   StackPool::Cache stacks;
@@ -152,7 +152,6 @@ struct SchedulerImpl {
 
   // Accounting for threads that are not this scheduler's workers.
   TaskCounts external;
-  alignas(kCacheLine) std::atomic<uint64_t> next_id{1};
 
   // Green threads spawned and not finished. A consistent total: it reads every shard's `finished`
   // before any `spawned`, so a 0 means that at one instant no green thread was alive (never an

@@ -23,6 +23,7 @@
 #include <x86intrin.h>
 #endif
 
+#include "chanflow/core/cache_line.h"
 #include "chanflow/core/error.h"
 #include "chanflow/core/locks.h"
 #include "chanflow/core/spinlock.h"
@@ -149,19 +150,37 @@ struct Chunk {
   std::size_t events = 0;
 };
 
+// A thread's buffer of records. Its owner appends without a lock: it is the only writer of the
+// chunk, and a record is complete once `published` covers it. The lock is taken by the owner
+// only to replace or reset its chunk (once per 64 KiB) and by stop(), which copies the published
+// prefix under it: so the chunk it reads is not swapped away meanwhile, and the bytes it reads
+// are complete records (the owner writes only past `published`).
 struct ThreadBuffer {
-  os::SpinLock lock;  // uncontended except when stop() collects the buffers
-  std::unique_ptr<Chunk> chunk CHANFLOW_GUARDED_BY(lock);
-  uint64_t generation CHANFLOW_GUARDED_BY(lock) = 0;
-  // Events this thread may still keep, reserved against Options::max_events.
-  std::size_t budget CHANFLOW_GUARDED_BY(lock) = 0;
-  bool exhausted CHANFLOW_GUARDED_BY(lock) = false;
+  os::SpinLock lock;
+  // Written by the owner only, under `lock`; read by the owner without it, by others under it.
+  std::unique_ptr<Chunk> chunk;
+  uint64_t generation = 0;
+  // The complete part of `chunk`: bytes in the low 32 bits, events in the high 32. Stored by the
+  // owner with release after each record; loaded with acquire by stop(), which then reads them.
+  std::atomic<uint64_t> published{0};
+  // Owner-only: events this thread may still keep, reserved against Options::max_events.
+  std::size_t budget = 0;
+  bool exhausted = false;
+  // Events the owner dropped while the writer was behind (g_writer_behind): stored by the owner
+  // alone (no read-modify-write on the recording path), added to the dropped count by stop().
+  std::atomic<std::size_t> shed{0};
 };
 
-// The recording's shared state. The generation is 0 while off: a recorder checks it under its
-// buffer's lock, so once stop() has set it to 0 and collected every buffer (taking each lock),
-// nothing more is added.
+// The recording's shared state. The generation is 0 while off: a recorder checks it before each
+// record, so once stop() has set it to 0 and collected every buffer, the file is complete (a
+// record racing with stop() is in it or not, whole either way; ThreadBuffer).
 std::atomic<uint64_t> g_generation{0};
+// Set when a full buffer found the writer's queue full (its events are dropped); cleared when the
+// writer takes a buffer off the queue. While it is set, recorders drop new events at once
+// (counted) rather than fill buffers that would be dropped: a recording the writer cannot keep up
+// with costs the traced program less, and loses the same events. Its own line: every record
+// reads it, and it changes only when the writer falls behind or catches up.
+alignas(kCacheLine) std::atomic<bool> g_writer_behind{false};
 uint64_t g_last_generation = 0;  // guarded by g_session_mu (below)
 std::atomic<int64_t> g_start_ns{0};
 std::atomic<std::size_t> g_max_events{0};
@@ -236,6 +255,7 @@ std::unique_ptr<Chunk> hand_off(std::unique_ptr<Chunk> c, bool force) {
   Queue& q = queue();
   os::LockGuard g(q.mu);
   if (!force && q.chunks.size() * kChunkBytes + kChunkBytes > q.limit) {
+    g_writer_behind.store(true, std::memory_order_relaxed);
     g_dropped.fetch_add(c->events, std::memory_order_relaxed);
     c->used = 0;
     c->events = 0;
@@ -268,8 +288,10 @@ LocalBuffer::~LocalBuffer() {
   {
     os::LockGuard bl(buf->lock);
     const uint64_t gen = g_generation.load(std::memory_order_acquire);
-    if (gen != 0 && buf->generation == gen && buf->chunk && buf->chunk->used > 0) {
-      (void)hand_off(std::move(buf->chunk), /*force=*/true);
+    if (gen != 0 && buf->generation == gen) {
+      g_dropped.fetch_add(buf->shed.exchange(0, std::memory_order_relaxed),
+                          std::memory_order_relaxed);
+      if (buf->chunk && buf->chunk->used > 0) (void)hand_off(std::move(buf->chunk), /*force=*/true);
     }
     buf->chunk.reset();
   }
@@ -294,17 +316,23 @@ template <class Fill>
 void emit_record(std::size_t size, std::size_t cost, Fill&& fill) noexcept {
   try {
     ThreadBuffer& b = local_buffer();
-    os::LockGuard g(b.lock);
     const uint64_t gen = g_generation.load(std::memory_order_acquire);
     if (gen == 0) return;       // stopped
     if (b.generation != gen) {  // a new recording: the last one's leftovers are not its events
+      os::LockGuard g(b.lock);
       if (b.chunk) {
         b.chunk->used = 0;
         b.chunk->events = 0;
       }
+      b.published.store(0, std::memory_order_relaxed);
+      b.shed.store(0, std::memory_order_relaxed);
       b.generation = gen;
       b.budget = 0;
       b.exhausted = false;
+    }
+    if (g_writer_behind.load(std::memory_order_relaxed)) {
+      b.shed.store(b.shed.load(std::memory_order_relaxed) + cost, std::memory_order_relaxed);
+      return;
     }
     while (b.budget < cost && !b.exhausted) {
       const std::size_t more = reserve_events();
@@ -315,13 +343,19 @@ void emit_record(std::size_t size, std::size_t cost, Fill&& fill) noexcept {
       g_dropped.fetch_add(cost, std::memory_order_relaxed);
       return;
     }
-    if (b.chunk && b.chunk->used + size > kChunkBytes)
-      b.chunk = hand_off(std::move(b.chunk), false);
-    if (!b.chunk) b.chunk = take_chunk();
+    if (!b.chunk || b.chunk->used + size > kChunkBytes) {
+      os::LockGuard g(b.lock);
+      if (b.chunk) b.chunk = hand_off(std::move(b.chunk), false);
+      if (!b.chunk) b.chunk = take_chunk();
+      b.published.store(0, std::memory_order_relaxed);
+    }
     b.budget -= cost;
-    fill(b.chunk->data.get() + b.chunk->used);
-    b.chunk->used += size;
-    b.chunk->events += cost;
+    Chunk& c = *b.chunk;
+    fill(c.data.get() + c.used);
+    c.used += size;
+    c.events += cost;
+    b.published.store(static_cast<uint64_t>(c.used) | static_cast<uint64_t>(c.events) << 32,
+                      std::memory_order_release);
   } catch (...) {
     // Out of memory while tracing: the event is lost rather than the program disturbed.
     g_dropped.fetch_add(cost, std::memory_order_relaxed);
@@ -683,6 +717,10 @@ void writer_main(std::FILE* f) {
       if (q.chunks.empty()) return;
       c = std::move(q.chunks.front());
       q.chunks.pop_front();
+    }
+    // Room for a buffer again (a load first: the line stays shared while nothing changes).
+    if (g_writer_behind.load(std::memory_order_relaxed)) {
+      g_writer_behind.store(false, std::memory_order_relaxed);
     }
     render_chunk(*c, text);
     write_text(f, text);
@@ -1126,15 +1164,24 @@ bool stop_locked() CHANFLOW_REQUIRES(detail::g_session_mu) {
   g_trace_enabled.store(false, std::memory_order_relaxed);
   g_generation.store(0, std::memory_order_release);
   const int64_t end_ns = now_ns();
-  // Every buffer's events go to the writer; a recorder that still holds its lock finishes first
-  // and one that takes it later sees generation 0.
+  // Every buffer's published records go to the writer (copied: the owner may be appending past
+  // them). A record being appended meanwhile, by a recorder that read the generation before it
+  // became 0, is not in the file; later ones see 0.
   {
     os::LockGuard g(g_buffers_mu);
     for (auto& b : buffers()) {
       os::LockGuard bl(b->lock);
-      if (b->generation == g_last_generation && b->chunk && b->chunk->used > 0) {
-        b->chunk = hand_off(std::move(b->chunk), /*force=*/true);
-      }
+      if (b->generation != g_last_generation) continue;
+      g_dropped.fetch_add(b->shed.load(std::memory_order_relaxed), std::memory_order_relaxed);
+      if (!b->chunk) continue;
+      const uint64_t published = b->published.load(std::memory_order_acquire);
+      const std::size_t bytes = published & 0xffffffffU;
+      if (bytes == 0) continue;
+      std::unique_ptr<Chunk> copy = take_chunk();
+      std::memcpy(copy->data.get(), b->chunk->data.get(), bytes);
+      copy->used = bytes;
+      copy->events = published >> 32;
+      (void)hand_off(std::move(copy), /*force=*/true);
     }
   }
   Queue& q = queue();
@@ -1243,6 +1290,7 @@ void start(const Options& options) {
   g_reserved.store(0, std::memory_order_relaxed);
   g_dropped.store(0, std::memory_order_relaxed);
   g_written.store(0, std::memory_order_relaxed);
+  g_writer_behind.store(false, std::memory_order_relaxed);
   const std::string head = "{\"traceEvents\":[";
   std::string text = head;
   write_text(f, text);

@@ -4,6 +4,7 @@ element types, timeouts, Executor.run(channels=...) and channel fetches, stress 
 threads and the green threads of running programs, Ctrl-C on the main thread and bad input.
 Every outcome is checked exactly (sums, counts, no loss, no duplication); threads synchronise
 through the channels themselves, never through sleeps."""
+import json
 import os
 import re
 import sys
@@ -201,6 +202,23 @@ def test_element_types_check_what_is_sent():
     assert cf.Channel(5, "Int").capacity == 5  # the constructor is make_chan
 
 
+def test_a_named_channel_is_named_in_traces():
+    jobs = cf.make_chan(2, name="jobs")
+    assert jobs.name == "jobs" and cf.make_chan(1).name == ""
+    assert cf.Channel(0, "Int", name="ticks").name == "ticks"
+    cf.trace_start()
+    try:
+        jobs.send(1)
+        jobs.send(2)
+        assert jobs.recv() == (1, True)
+    finally:
+        cf.trace_stop()
+    doc = json.loads(cf.trace_json())
+    # Its buffer's length, as a counter track named after it: 1, 2, then 1.
+    lens = [e["args"]["len"] for e in doc["traceEvents"] if e.get("name") == "chan jobs"]
+    assert lens == [1, 2, 1]
+
+
 def test_repr_equality_and_hash():
     a, b = cf.make_chan(2, "Int"), cf.make_chan(2, "Int")
     a.send(1)
@@ -349,6 +367,7 @@ def test_a_timeout_does_not_stop_an_operation_that_can_proceed():
     ((0, 5), cf.TypeError, "elem must be a type key str"),
     ((0, "Tensor(float128)"), ValueError, r"elem must be 'Object'.*got 'Tensor\(float128\)'"),
     ((0, "tensor"), ValueError, "got 'tensor'"),
+    ((0, None, 7), cf.TypeError, "name must be a str or None, got 'int'"),
 ])
 def test_make_chan_rejects_bad_arguments(args, error, message):
     with pytest.raises(error, match=message):

@@ -2,8 +2,11 @@
 // bound on events (dropped and counted), streaming to a file that stays valid when stopped
 // mid-run, and the runtime's own events — park reasons, wake flows, channel and run-queue
 // counters — on 1, 2, 4 and 8 workers.
+#include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -179,6 +182,34 @@ TEST(Trace, StartAndStopAreThreadSafe) {
   for (auto& th : recorders) th.join();
   const json doc = json::parse(cf::trace::to_json());
   EXPECT_EQ(doc["otherData"]["complete"], true);
+}
+
+// The trace clock agrees with the steady clock: the same elapsed time over an interval (within
+// 0.1%: a TSC-based clock's scale is measured once, to a few ppm) and the same epoch (within
+// 1 ms; the TSC clock is aligned to the steady clock when it is calibrated). Readings never go
+// backwards on one thread.
+TEST(Trace, ClockAgreesWithTheSteadyClock) {
+  auto steady = [] {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  };
+  const int64_t t0 = cf::trace::now_ns();
+  const int64_t s0 = steady();
+  EXPECT_LT(std::abs(t0 - s0), 1'000'000) << "trace " << t0 << " ns, steady " << s0 << " ns";
+  int64_t last = t0;
+  int64_t backwards = 0;
+  // About 50 ms of readings.
+  while (steady() - s0 < 50'000'000) {
+    const int64_t t = cf::trace::now_ns();
+    backwards += t < last ? 1 : 0;
+    last = t;
+  }
+  const int64_t t1 = cf::trace::now_ns();
+  const int64_t s1 = steady();
+  EXPECT_EQ(backwards, 0);
+  const double ratio = static_cast<double>(t1 - t0) / static_cast<double>(s1 - s0);
+  EXPECT_NEAR(ratio, 1.0, 1e-3) << "trace " << t1 - t0 << " ns vs steady " << s1 - s0 << " ns";
 }
 
 class TraceRuntime : public WorkersFixture {};
@@ -451,6 +482,71 @@ TEST_P(TraceRuntime, OffRecordsNothing) {
   });
   wg.wait();
   EXPECT_EQ(cf::trace::event_count(), 0u);
+}
+
+// Channel names are registered with each recording: a named channel used in two recordings in a
+// row is named in both files, and an unnamed one is "#<id>" with the same id in both.
+TEST_P(TraceRuntime, ChannelNamesInEveryRecording) {
+  auto named = cf::make_chan<int>(0, "handoff");
+  auto unnamed = cf::make_chan<int>(0);
+  std::vector<std::set<std::string>> objs(2);
+  for (int round = 0; round < 2; ++round) {
+    cf::trace::start({.max_events = 0});
+    // Two green threads on each unbuffered channel: whichever comes first parks on it (its run
+    // slice names the channel) and the other wakes it (the wake names it too).
+    cf::WaitGroup wg;
+    wg.add(2);
+    cf::go("receiver", [&] {
+      named.recv();
+      unnamed.recv();
+      wg.done();
+    });
+    cf::go("sender", [&] {
+      named.send(1);
+      unnamed.send(2);
+      wg.done();
+    });
+    wg.wait();
+    const Parsed p = parse(stopped_doc());
+    for (const auto& [g, waits] : p.parks) {
+      for (const json& w : waits) objs[round].insert(w["obj"].get<std::string>());
+    }
+    for (const auto& [g, wakes] : p.wakes) {
+      for (const json& w : wakes) objs[round].insert(w["obj"].get<std::string>());
+    }
+  }
+  const std::string id = "#" + std::to_string(unnamed.base()->trace_id());
+  for (const auto& o : objs) {
+    EXPECT_TRUE(o.count("handoff")) << ::testing::PrintToString(o);
+    EXPECT_TRUE(o.count(id)) << ::testing::PrintToString(o);
+  }
+}
+
+// Green-thread ids are unique in the process: threads of two schedulers never share one (a trace
+// or an error message that shows both tells them apart).
+TEST(TraceIds, GreenThreadIdsAreUniqueAcrossSchedulers) {
+  std::set<uint64_t> ids;
+  std::mutex mu;
+  {
+    cf::Scheduler a({.workers = 1});
+    cf::Scheduler b({.workers = 2});
+    cf::WaitGroup wg;
+    wg.add(200);
+    for (int i = 0; i < 100; ++i) {
+      for (cf::Scheduler* s : {&a, &b}) {
+        s->go([&] {
+          {
+            std::lock_guard<std::mutex> g(mu);
+            ids.insert(cf::current_green_thread_id());
+          }
+          wg.done();
+        });
+      }
+    }
+    wg.wait();
+  }
+  EXPECT_EQ(ids.size(), 200u);
+  EXPECT_FALSE(ids.count(0));
 }
 
 INSTANTIATE_TEST_SUITE_P(Workers, TraceRuntime, CHANFLOW_WORKER_COUNTS);

@@ -204,7 +204,7 @@ CHANFLOW_API void sleep_for(std::chrono::nanoseconds d);
 CHANFLOW_API bool in_green_thread() noexcept;
 // The calling green thread's name ("" on an OS thread; "#<id>" for unnamed green threads).
 CHANFLOW_API std::string current_green_thread_name();
-// The calling green thread's id (the trace's "g"; unique per scheduler), or 0 outside one.
+// The calling green thread's id (the trace's "g"; unique in the process), or 0 outside one.
 CHANFLOW_API uint64_t current_green_thread_id() noexcept;
 
 }  // namespace chanflow

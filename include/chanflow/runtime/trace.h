@@ -14,11 +14,12 @@
 // GoMachine node slices. The file format is docs/runtime.md, "Tracing" (format version 1).
 //
 // Costs and bounds. Off, every recording site costs one relaxed load (enabled()). On, an event is
-// appended in binary form to a buffer of the calling OS thread (no shared lock); full buffers go
-// to a writer thread that renders them as JSON and writes them to the file as they come. At most
-// Options::max_events events are written (later ones are counted as dropped), and at most
-// Options::buffer_bytes of buffers wait for the writer: when it falls behind, a full buffer's
-// events are dropped and counted, never queued without bound. The count is in "otherData"
+// appended in binary form to a buffer of the calling OS thread (no lock, no shared write); full
+// buffers go to a writer thread that renders them as JSON and writes them to the file as they
+// come. At most Options::max_events events are written (later ones are counted as dropped), and
+// at most Options::buffer_bytes of buffers wait for the writer: when it falls behind, a full
+// buffer's events are dropped and counted, never queued without bound, and new events are
+// dropped and counted at once until the writer has room again. The count is in "otherData"
 // ("dropped_events") and a "dropped" mark. A recording that ends by stop() — also when the
 // program was cancelled or signalled and stops the trace on its way out — leaves a complete JSON
 // document (so does exit() with a recording on: an atexit handler stops it); one cut short (the
@@ -73,8 +74,12 @@ CHANFLOW_API std::size_t dropped_count() noexcept;
 // returned; "" when the last recording went to a file.
 CHANFLOW_API std::string to_json();
 
-// The trace clock: steady, in nanoseconds since an arbitrary epoch. The file's timestamps are
-// microseconds since the recording's start() on this clock. Never blocks.
+// The trace clock: steady, in nanoseconds, on std::chrono::steady_clock's epoch. Where the
+// kernel keeps time with the TSC, a reading is one rdtsc (about half the cost of clock_gettime)
+// scaled by a rate measured once, over 20 ms, by the first start() or now_ns() of the process
+// (which waits for it); it then agrees with the steady clock to a few parts per million of the
+// time since. CHANFLOW_TRACE_CLOCK=steady makes it the steady clock. The file's timestamps are
+// microseconds since the recording's start() on this clock. Never blocks once calibrated.
 CHANFLOW_API int64_t now_ns() noexcept;
 
 // Where an event is drawn: a process and one of its threads. Tracks are registered by name
