@@ -199,6 +199,13 @@ std::vector<std::shared_ptr<ThreadBuffer>>& buffers() CHANFLOW_REQUIRES(g_buffer
 
 // The writer's queue: chunks handed off, bounded by `limit` bytes. Never destroyed (like the
 // buffer registry): a writer thread still running at exit may use it until the process ends.
+struct TrackName {
+  bool is_process;
+  uint32_t pid;
+  uint32_t tid;
+  std::string name;
+};
+
 struct Queue {
   os::Mutex mu;
   os::CondVar cv;
@@ -206,6 +213,8 @@ struct Queue {
   std::vector<std::unique_ptr<Chunk>> free CHANFLOW_GUARDED_BY(mu);
   std::size_t limit CHANFLOW_GUARDED_BY(mu) = 0;
   bool finishing CHANFLOW_GUARDED_BY(mu) = false;
+  // Names of tracks registered during the recording, for the writer to write next (g_naming).
+  std::vector<TrackName> names CHANFLOW_GUARDED_BY(mu);
   // The writer thread's own (read by start/stop only before it starts or after it is joined).
   bool write_failed = false;
   bool any_event = false;  // whether an event was written (a comma is due before the next)
@@ -461,6 +470,19 @@ void append_common(std::string& out, const Head& h, const char* ph) {
   append_int(out, h.tid);
 }
 
+// A track's metadata event: a process's name (pid) or a thread's (pid, tid).
+void append_track_name(std::string& out, bool is_process, uint32_t pid, uint32_t tid,
+                       std::string_view name) {
+  if (is_process) {
+    append_format(out, R"({"ph":"M","name":"process_name","pid":%u,"args":{"name":)", pid);
+  } else {
+    append_format(out, R"({"ph":"M","name":"thread_name","pid":%u,"tid":%u,"args":{"name":)", pid,
+                  tid);
+  }
+  append_string(out, name);
+  out += "}}";
+}
+
 // An object's label, as a JSON string: a channel's registered name or "#<id>", an address
 // "#0x...", or a fixed label.
 void append_obj(std::string& out, ObjKind kind, uint64_t obj) {
@@ -711,12 +733,19 @@ void writer_main(std::FILE* f) {
   std::string text;
   for (;;) {
     std::unique_ptr<Chunk> c;
+    std::vector<TrackName> names;
     {
       os::LockGuard g(q.mu);
       while (q.chunks.empty() && !q.finishing) q.cv.wait(q.mu);
-      if (q.chunks.empty()) return;
+      if (q.chunks.empty()) return;  // stop() writes the names still queued
       c = std::move(q.chunks.front());
       q.chunks.pop_front();
+      names.swap(q.names);  // registered before c was handed over: c's events may use them
+    }
+    for (const TrackName& n : names) {
+      text += q.any_event ? ",\n" : "\n";
+      q.any_event = true;
+      append_track_name(text, n.is_process, n.pid, n.tid, n.name);
     }
     // Room for a buffer again (a load first: the line stays shared while nothing changes).
     if (g_writer_behind.load(std::memory_order_relaxed)) {
@@ -741,6 +770,25 @@ struct ThreadTrack {
 os::Mutex g_tracks_mu;
 std::vector<std::string> g_processes CHANFLOW_GUARDED_BY(g_tracks_mu);  // pid = index + 1
 std::vector<ThreadTrack> g_threads CHANFLOW_GUARDED_BY(g_tracks_mu);    // tid = index + 1
+// Whether a recording names its tracks: set by start() (which writes the names of the tracks known
+// then), cleared by stop(). A track registered while it is set has its name queued for the writer
+// (Queue::names), which writes it before any buffer handed over later, so before every event
+// that uses the track: a file cut short still names every track its events are on.
+bool g_naming CHANFLOW_GUARDED_BY(g_tracks_mu) = false;
+
+// Appends the names of every registered track, each event preceded by next().
+template <class Next>
+void append_track_names(std::string& text, Next next) CHANFLOW_REQUIRES(g_tracks_mu) {
+  for (std::size_t i = 0; i < g_processes.size(); ++i) {
+    next();
+    append_track_name(text, true, static_cast<uint32_t>(i + 1), 0, g_processes[i]);
+  }
+  for (std::size_t i = 0; i < g_threads.size(); ++i) {
+    next();
+    append_track_name(text, false, g_threads[i].pid, static_cast<uint32_t>(i + 1),
+                      g_threads[i].name);
+  }
+}
 
 // The runtime's process, and the track of an OS thread that is not a worker.
 uint32_t runtime_pid() {
@@ -1140,19 +1188,33 @@ int64_t now_ns() noexcept {
 }
 
 uint32_t process(std::string_view name) {
-  os::LockGuard g(detail::g_tracks_mu);
-  auto& ps = detail::g_processes;
+  using namespace detail;
+  os::LockGuard g(g_tracks_mu);
+  auto& ps = g_processes;
   for (std::size_t i = 0; i < ps.size(); ++i) {
     if (ps[i] == name) return static_cast<uint32_t>(i + 1);
   }
   ps.emplace_back(name);
-  return static_cast<uint32_t>(ps.size());
+  const auto pid = static_cast<uint32_t>(ps.size());
+  if (g_naming) {
+    Queue& q = queue();
+    os::LockGuard gq(q.mu);
+    q.names.push_back({true, pid, 0, std::string(name)});
+  }
+  return pid;
 }
 
 Track thread(uint32_t pid, std::string_view name) {
-  os::LockGuard g(detail::g_tracks_mu);
-  detail::g_threads.push_back({pid, std::string(name)});
-  return Track{pid, static_cast<uint32_t>(detail::g_threads.size())};
+  using namespace detail;
+  os::LockGuard g(g_tracks_mu);
+  g_threads.push_back({pid, std::string(name)});
+  const Track t{pid, static_cast<uint32_t>(g_threads.size())};
+  if (g_naming) {
+    Queue& q = queue();
+    os::LockGuard gq(q.mu);
+    q.names.push_back({false, t.pid, t.tid, std::string(name)});
+  }
+  return t;
 }
 
 namespace {
@@ -1201,19 +1263,17 @@ bool stop_locked() CHANFLOW_REQUIRES(detail::g_session_mu) {
     q.any_event = true;
   };
   {
+    // Names queued after the writer's last buffer (their tracks may have no events).
     os::LockGuard g(g_tracks_mu);
-    for (std::size_t i = 0; i < g_processes.size(); ++i) {
-      next();
-      append_format(text, R"({"ph":"M","name":"process_name","pid":%zu,"args":{"name":)", i + 1);
-      append_string(text, g_processes[i]);
-      text += "}}";
+    g_naming = false;
+    std::vector<TrackName> names;
+    {
+      os::LockGuard gq(q.mu);
+      names.swap(q.names);
     }
-    for (std::size_t i = 0; i < g_threads.size(); ++i) {
+    for (const TrackName& n : names) {
       next();
-      append_format(text, R"({"ph":"M","name":"thread_name","pid":%u,"tid":%zu,"args":{"name":)",
-                    g_threads[i].pid, i + 1);
-      append_string(text, g_threads[i].name);
-      text += "}}";
+      append_track_name(text, n.is_process, n.pid, n.tid, n.name);
     }
   }
   const uint32_t rt = runtime_pid();
@@ -1291,11 +1351,23 @@ void start(const Options& options) {
   g_dropped.store(0, std::memory_order_relaxed);
   g_written.store(0, std::memory_order_relaxed);
   g_writer_behind.store(false, std::memory_order_relaxed);
-  const std::string head = "{\"traceEvents\":[";
-  std::string text = head;
+  (void)runtime_pid();  // the runtime's process is pid 1 in every file that has it first
+  // The head, and the names of the tracks known now (a file cut short still has them).
+  std::string text = "{\"traceEvents\":[";
+  {
+    os::LockGuard gt(g_tracks_mu);
+    append_track_names(text, [&] {
+      text += q.any_event ? ",\n" : "\n";
+      q.any_event = true;
+    });
+    {
+      os::LockGuard gq(q.mu);
+      q.names.clear();
+    }
+    g_naming = true;
+  }
   write_text(f, text);
   if (f != nullptr) std::fflush(f);
-  (void)runtime_pid();  // the runtime's process is pid 1 in every file that has it first
   g_writer_threads.fetch_add(1, std::memory_order_seq_cst);
   g_writer = new std::thread([f] { writer_main(f); });
   g_start_ns.store(now_ns(), std::memory_order_relaxed);

@@ -32,6 +32,15 @@ std::string read_file(const std::string& path) {
   return ss.str();
 }
 
+// The file's first `n` bytes (fewer if it is shorter).
+std::string read_file(const std::string& path, std::size_t n) {
+  std::ifstream f(path, std::ios::binary);
+  std::string text(n, '\0');
+  f.read(text.data(), static_cast<std::streamsize>(n));
+  text.resize(static_cast<std::size_t>(f.gcount()));
+  return text;
+}
+
 // Every (pid) and (pid, tid) an event uses has a metadata event naming it.
 void expect_tracks_named(const json& doc) {
   std::set<int> procs;
@@ -224,7 +233,9 @@ TEST_P(TraceRuntime, StreamedFileIsValidWhenStoppedMidRun) {
   std::atomic<bool> quit{false};
   cf::WaitGroup wg;
   wg.add(2);
-  cf::trace::start({.path = path, .max_events = 0});
+  // Bounded so that the file stays small however fast the host writes it (the ping-pong goes on
+  // past the bound: events are then dropped, and the file is complete all the same).
+  cf::trace::start({.path = path, .max_events = 300'000});
   cf::go("pinger", [&] {
     for (int i = 0; !quit.load(std::memory_order_relaxed); ++i) {
       ping.send(i);
@@ -238,7 +249,20 @@ TEST_P(TraceRuntime, StreamedFileIsValidWhenStoppedMidRun) {
     wg.done();
   });
   // Streamed: full buffers reach the file while the program runs.
-  wait_until([&] { return read_file(path).size() > std::size_t{256} << 10; });
+  wait_until(
+      [&] { return read_file(path, std::size_t{256} << 10).size() == std::size_t{256} << 10; });
+  // What a process killed now would leave: the events up to the last complete one. Their tracks
+  // are named in it already (the names are written as tracks appear, not only at stop).
+  {
+    std::string prefix = read_file(path, std::size_t{1} << 20);
+    ASSERT_NE(prefix.rfind(",\n"), std::string::npos);
+    prefix.resize(prefix.rfind(",\n"));
+    const json cut = json::parse(prefix + "]}");
+    std::size_t runs = 0;
+    for (const json& e : cut["traceEvents"]) runs += e.value("cat", "") == "run" ? 1 : 0;
+    EXPECT_GT(runs, 0u);
+    expect_tracks_named(cut);
+  }
   cf::trace::stop();
   const std::string text = read_file(path);
   quit = true;

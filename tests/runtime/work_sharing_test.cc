@@ -197,6 +197,8 @@ TEST_P(WorkSharing, CallbacksBelongToTheirGreenThread) {
     other_done.send(0);
   });
   (void)other_done.recv();
+  // The owner's receive must park (a sender already waiting would let it go on without parking).
+  ASSERT_TRUE(wait_bounded([&] { return parked_receivers(go_on.base()) == 1; }));
   go_on.send(1);
   EXPECT_EQ(*owner_done.recv(), 1);
   EXPECT_FALSE(seen.foreign_thread);
