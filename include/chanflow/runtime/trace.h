@@ -14,10 +14,10 @@
 // GoMachine node slices. The file format is docs/runtime.md, "Tracing" (format version 1).
 //
 // Costs and bounds. Off, every recording site costs one relaxed load (enabled()). On, an event is
-// appended in binary form to a buffer of the calling OS thread (no lock, no shared write); full
-// buffers go to a writer thread that renders them as JSON and writes them to the file as they
-// come. At most Options::max_events events are written (later ones are counted as dropped), and
-// at most Options::buffer_bytes of buffers wait for the writer: when it falls behind, a full
+// appended in binary form to a buffer of the calling OS thread (no lock, no shared write per
+// record); full buffers go to a writer thread that renders them as JSON and writes them to the file
+// as they come. At most Options::max_events events are written (later ones are counted as dropped),
+// and at most Options::buffer_bytes of buffers wait for the writer: when it falls behind, a full
 // buffer's events are dropped and counted, never queued without bound, and new events are
 // dropped and counted at once until the writer has room again. The count is in "otherData"
 // ("dropped_events") and a "dropped" mark. A recording that ends by stop() — also when the
