@@ -133,23 +133,29 @@ CHANFLOW_BENCH_SCALING(BM_PingPong);
 
 // BM_PingPong with the trace on, streaming every event to a file in the temp directory (no event
 // bound: each round trip is two run slices with their park reasons and two wake flows, six
-// events). The timed part is the round trips (recording, and the writer thread rendering as it
-// goes); each run's trace is stopped after it. Counter dropped_share: the share of events the
-// writer could not keep up with (dropped and counted, trace.h).
+// events). The timed part is the round trips (recording, and the writer thread rendering or
+// spooling as it goes); each run's trace is stopped after it. Counters: dropped_share, the share
+// of events the writer could not keep up with (dropped and counted, trace.h); stop_ms, the time
+// trace::stop() took per run (it renders what the writer spooled: docs/runtime.md, "Tracing").
 void BM_PingPongTraced(benchmark::State& state) {
   const int64_t n = scaled(200'000);
   const char* tmp = std::getenv("TMPDIR");
   const std::string path =
       std::string(tmp != nullptr ? tmp : "/tmp") + "/chanflow_bench_trace.json";
   std::size_t kept = 0, dropped = 0;
-  run_shape(state, n, [n, &path, &kept, &dropped]() -> double {
+  double stop_secs = 0;
+  int runs = 0;
+  run_shape(state, n, [n, &path, &kept, &dropped, &stop_secs, &runs]() -> double {
     return ping_pong(n, cf::make_chan<int64_t>(0, "req"), cf::make_chan<int64_t>(0, "resp"),
                      [&](bool start) {
                        if (start) {
                          cf::trace::start({.path = path, .max_events = 0});
                          return;
                        }
+                       const auto t = Clock::now();
                        cf::trace::stop();
+                       stop_secs += seconds_since(t);
+                       ++runs;
                        kept += cf::trace::event_count();
                        dropped += cf::trace::dropped_count();
                      });
@@ -157,6 +163,7 @@ void BM_PingPongTraced(benchmark::State& state) {
   state.counters["dropped_share"] =
       kept + dropped == 0 ? 0.0
                           : static_cast<double>(dropped) / static_cast<double>(kept + dropped);
+  state.counters["stop_ms"] = runs == 0 ? 0.0 : 1e3 * stop_secs / runs;
   std::remove(path.c_str());
 }
 CHANFLOW_BENCH_WORKERS(BM_PingPongTraced);

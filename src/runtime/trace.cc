@@ -3,6 +3,9 @@
 // park reasons, wake flows, creation, channel and run-queue counters).
 #include "chanflow/runtime/trace.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <array>
 #include <charconv>
@@ -215,6 +218,14 @@ struct Queue {
   bool finishing CHANFLOW_GUARDED_BY(mu) = false;
   // Names of tracks registered during the recording, for the writer to write next (g_naming).
   std::vector<TrackName> names CHANFLOW_GUARDED_BY(mu);
+  // Whether the writer waits with no deadline (it found nothing for kWriterLinger): only then,
+  // or when the queue is half full, does a hand-off notify it. A busy recording hands off a
+  // chunk every few tens of microseconds; waking the writer for each (a futex wake, an
+  // inter-processor interrupt on a VM) cost a recorder more than filling the chunk did.
+  bool writer_idle CHANFLOW_GUARDED_BY(mu) = false;
+  // The recording's spool, once the writer has fallen behind (writer_main); rendered and closed
+  // by stop().
+  std::FILE* spool CHANFLOW_GUARDED_BY(mu) = nullptr;
   // The writer thread's own (read by start/stop only before it starts or after it is joined).
   bool write_failed = false;
   bool any_event = false;  // whether an event was written (a comma is due before the next)
@@ -225,6 +236,8 @@ Queue& queue() {
   return *kQueue;
 }
 constexpr std::size_t kMaxFreeChunks = 8;
+// How long the writer waits for a chunk before it asks to be notified of the next one.
+constexpr auto kWriterLinger = std::chrono::milliseconds(2);
 
 // start()/stop() and the output they own.
 os::Mutex g_session_mu;
@@ -271,7 +284,7 @@ std::unique_ptr<Chunk> hand_off(std::unique_ptr<Chunk> c, bool force) {
     return c;
   }
   q.chunks.push_back(std::move(c));
-  q.cv.notify_one();
+  if (q.writer_idle || force || 2 * q.chunks.size() * kChunkBytes >= q.limit) q.cv.notify_one();
   if (!q.free.empty()) {
     std::unique_ptr<Chunk> f = std::move(q.free.back());
     q.free.pop_back();
@@ -728,19 +741,97 @@ void render_chunk(const Chunk& c, std::string& text) {
   g_written.fetch_add(c.events, std::memory_order_relaxed);
 }
 
-void writer_main(std::FILE* f) {
+// The spool: a file without a name in the output's directory (O_TMPFILE: it vanishes with the
+// process, and takes space where the trace will) for the chunks the writer cannot render as they
+// come. Null when the directory cannot have one (the writer then falls behind and drops, counted).
+std::FILE* open_spool(const std::string& path) {
+  std::string dir = path;
+  const auto slash = dir.rfind('/');
+  dir = slash == std::string::npos ? "." : slash == 0 ? "/" : dir.substr(0, slash);
+  const int fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0) return nullptr;
+  std::FILE* f = ::fdopen(fd, "w+b");
+  if (f == nullptr) ::close(fd);
+  return f;
+}
+
+// Appends c to the spool as its byte and event counts and its records.
+void spill_chunk(std::FILE* spool, const Chunk& c) {
+  const uint64_t counts[2] = {c.used, c.events};
+  if (std::fwrite(counts, sizeof(counts), 1, spool) != 1 ||
+      std::fwrite(c.data.get(), 1, c.used, spool) != c.used) {
+    queue().write_failed = true;
+  }
+}
+
+// Renders the spooled chunks into f, after the streamed ones (stop(), once the writer is done).
+void render_spool(std::FILE* spool, std::FILE* f) {
+  if (std::fflush(spool) != 0 || std::fseek(spool, 0, SEEK_SET) != 0) {
+    queue().write_failed = true;
+    return;
+  }
+  Chunk c;
+  std::string text;
+  uint64_t counts[2];
+  while (std::fread(counts, sizeof(counts), 1, spool) == 1) {
+    if (counts[0] > kChunkBytes || std::fread(c.data.get(), 1, counts[0], spool) != counts[0]) {
+      queue().write_failed = true;  // not what spill_chunk wrote
+      return;
+    }
+    c.used = counts[0];
+    c.events = counts[1];
+    render_chunk(c, text);
+    write_text(f, text);
+  }
+}
+
+// The writer thread. While it keeps up, it renders each chunk as JSON and appends it to the file
+// (or Queue::memory) as it comes: a process killed meanwhile leaves the events up to then. Once
+// it finds the queue half full (the recorders produce events faster than it renders them, which
+// a busy green-thread program does: millions of events a second), it spools the rest of the
+// recording's chunks as they are, a copy per chunk, and stop() renders them after it. Rendering
+// is what costs (~100 ns an event); a writer that rendered through the recording would take a
+// core from the traced program, and still fall behind and drop.
+// When the writer spools (CHANFLOW_TRACE_SPOOL, read by start()).
+enum class SpoolMode : uint8_t {
+  kAuto,    // once it falls behind (the default)
+  kAlways,  // from the start: the file gets its events at stop()
+  kNever,   // never: it falls behind and drops
+};
+
+void writer_main(std::FILE* f, std::string path, SpoolMode mode) {
   Queue& q = queue();
   std::string text;
+  std::FILE* spool = nullptr;  // once spilling (also in Queue::spool, for stop())
+  // Not to spool: told so, in memory, or the directory cannot have a spool.
+  bool no_spool = mode == SpoolMode::kNever || f == nullptr;
+  bool fell_behind = mode == SpoolMode::kAlways && !no_spool;
   for (;;) {
     std::unique_ptr<Chunk> c;
     std::vector<TrackName> names;
     {
       os::LockGuard g(q.mu);
+      // Lingers for more chunks before it asks to be notified of the next (Queue::writer_idle).
+      const auto linger = std::chrono::steady_clock::now() + kWriterLinger;
+      while (q.chunks.empty() && !q.finishing && std::chrono::steady_clock::now() < linger) {
+        q.cv.wait_until(q.mu, linger);
+      }
+      q.writer_idle = true;
       while (q.chunks.empty() && !q.finishing) q.cv.wait(q.mu);
+      q.writer_idle = false;
       if (q.chunks.empty()) return;  // stop() writes the names still queued
       c = std::move(q.chunks.front());
       q.chunks.pop_front();
       names.swap(q.names);  // registered before c was handed over: c's events may use them
+      fell_behind = fell_behind ||
+                    (spool == nullptr && !no_spool && 2 * q.chunks.size() * kChunkBytes >= q.limit);
+    }
+    if (fell_behind) {  // opened outside the lock: recorders hand off under it
+      fell_behind = false;
+      spool = open_spool(path);
+      no_spool = spool == nullptr;
+      os::LockGuard g(q.mu);
+      q.spool = spool;
     }
     for (const TrackName& n : names) {
       text += q.any_event ? ",\n" : "\n";
@@ -751,9 +842,15 @@ void writer_main(std::FILE* f) {
     if (g_writer_behind.load(std::memory_order_relaxed)) {
       g_writer_behind.store(false, std::memory_order_relaxed);
     }
-    render_chunk(*c, text);
-    write_text(f, text);
-    if (f != nullptr) std::fflush(f);  // streamed: a killed process leaves what was written
+    if (spool != nullptr) {
+      spill_chunk(spool, *c);
+    } else {
+      render_chunk(*c, text);
+    }
+    if (!text.empty()) {
+      write_text(f, text);
+      if (f != nullptr) std::fflush(f);  // streamed: a killed process leaves what was written
+    }
     c->used = 0;
     c->events = 0;
     os::LockGuard g(q.mu);
@@ -1256,6 +1353,15 @@ bool stop_locked() CHANFLOW_REQUIRES(detail::g_session_mu) {
   delete g_writer;
   g_writer = nullptr;
   g_writer_threads.fetch_sub(1, std::memory_order_seq_cst);
+  std::FILE* spool = nullptr;
+  {
+    os::LockGuard g(q.mu);
+    std::swap(spool, q.spool);
+  }
+  if (spool != nullptr) {
+    render_spool(spool, g_file);
+    std::fclose(spool);
+  }
   // The tail: track names, the marks and otherData.
   std::string text;
   auto next = [&] {
@@ -1310,6 +1416,18 @@ bool stop_locked() CHANFLOW_REQUIRES(detail::g_session_mu) {
 
 void start(const Options& options) {
   using namespace detail;
+  SpoolMode mode = SpoolMode::kAuto;
+  if (const char* env = std::getenv("CHANFLOW_TRACE_SPOOL"); env != nullptr && *env != '\0') {
+    const std::string_view v(env);
+    if (v == "always") {
+      mode = SpoolMode::kAlways;
+    } else if (v == "never") {
+      mode = SpoolMode::kNever;
+    } else if (v != "auto") {
+      CHANFLOW_THROW(Error) << "trace::start: CHANFLOW_TRACE_SPOOL is '" << v
+                            << "'; expected auto, always or never";
+    }
+  }
   os::LockGuard g(g_session_mu);
   (void)stop_locked();
   std::FILE* f = nullptr;
@@ -1369,7 +1487,7 @@ void start(const Options& options) {
   write_text(f, text);
   if (f != nullptr) std::fflush(f);
   g_writer_threads.fetch_add(1, std::memory_order_seq_cst);
-  g_writer = new std::thread([f] { writer_main(f); });
+  g_writer = new std::thread([f, path = options.path, mode] { writer_main(f, path, mode); });
   g_start_ns.store(now_ns(), std::memory_order_relaxed);
   g_last_generation += 1;
   g_generation.store(g_last_generation, std::memory_order_release);

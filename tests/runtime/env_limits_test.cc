@@ -8,34 +8,13 @@
 
 #include "chanflow/core/error.h"
 #include "chanflow/runtime/scheduler.h"
+#include "support/scoped_env.h"
 
 namespace cf = chanflow;
 
 namespace {
 
-// Sets an environment variable for the scope, then restores what was there.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    had_ = std::getenv(name) != nullptr;
-    setenv(name, value, 1);
-  }
-  ~ScopedEnv() {
-    if (had_) {
-      setenv(name_, old_.c_str(), 1);
-    } else {
-      unsetenv(name_);
-    }
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-  std::string old_;
-  bool had_ = false;
-};
+using chanflow::testing_support::ScopedEnv;
 
 // The Error message Scheduler(options) throws; "" when it constructs.
 std::string construction_error(cf::SchedulerOptions options = {}) {

@@ -3,6 +3,7 @@
 // mid-run, and the runtime's own events — park reasons, wake flows, channel and run-queue
 // counters — on 1, 2, 4 and 8 workers.
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -15,9 +16,11 @@
 #include <vector>
 
 #include "runtime_test_util.h"
+#include "support/scoped_env.h"
 
 namespace {
 
+using chanflow::testing_support::ScopedEnv;
 using nlohmann::json;
 
 json stopped_doc() {
@@ -224,8 +227,10 @@ TEST(Trace, ClockAgreesWithTheSteadyClock) {
 class TraceRuntime : public WorkersFixture {};
 
 // A file streamed while green threads run: events are in it before stop(); stopped while they
-// still run, it is complete, valid JSON.
+// still run, it is complete, valid JSON. (The writer renders as it goes: the ping-pong below
+// would make it fall behind and spool, and the file would not grow until stop().)
 TEST_P(TraceRuntime, StreamedFileIsValidWhenStoppedMidRun) {
+  const ScopedEnv render("CHANFLOW_TRACE_SPOOL", "never");
   const std::string path =
       ::testing::TempDir() + "/chanflow_trace_mid_" + std::to_string(GetParam()) + ".json";
   auto ping = cf::make_chan<int>(0, "ping");
@@ -273,6 +278,79 @@ TEST_P(TraceRuntime, StreamedFileIsValidWhenStoppedMidRun) {
   for (const json& e : doc["traceEvents"]) runs += e.value("cat", "") == "run" ? 1 : 0;
   EXPECT_GT(runs, 100u);
   expect_tracks_named(doc);
+}
+
+// A recording the writer spools (as it does once it falls behind; here from the start) has every
+// event in the file after stop(): none is in it before, none is lost, each wake flow has both
+// ends, every track is named.
+TEST_P(TraceRuntime, SpooledEventsAreAllInTheFileAfterStop) {
+  const ScopedEnv spool("CHANFLOW_TRACE_SPOOL", "always");
+  const std::string path =
+      ::testing::TempDir() + "/chanflow_trace_spool_" + std::to_string(GetParam()) + ".json";
+  constexpr int kRounds = 10'000;  // ~2 MB of records: workers hand many buffers to the writer
+  auto ping = cf::make_chan<int>(0, "ping");
+  auto pong = cf::make_chan<int>(0, "pong");
+  cf::WaitGroup wg;
+  wg.add(2);
+  // Room for every record: the writer's queue never drops, however late it runs.
+  cf::trace::start({.path = path, .max_events = 0, .buffer_bytes = std::size_t{64} << 20});
+  cf::go("pinger", [&] {
+    for (int i = 0; i < kRounds; ++i) {
+      ping.send(i);
+      pong.recv();
+    }
+    ping.close();
+    wg.done();
+  });
+  cf::go("ponger", [&] {
+    while (auto v = ping.recv()) pong.send(*v);
+    wg.done();
+  });
+  wg.wait();
+  wait_until([&] { return sched().live() == 0; });
+  EXPECT_EQ(read_file(path).find(R"("cat":"run")"), std::string::npos) << "rendered, not spooled";
+  cf::trace::stop();
+  EXPECT_EQ(cf::trace::dropped_count(), 0u);
+  const json doc = json::parse(read_file(path));
+  EXPECT_EQ(doc["otherData"]["complete"], true);
+  EXPECT_EQ(doc["otherData"]["events"], cf::trace::event_count());
+  expect_tracks_named(doc);
+  // Each transfer on an unbuffered channel parks whichever side came first: one park per
+  // transfer (two a round trip), and perhaps the ponger's last receive, ended by the close.
+  std::size_t parks = 0, wake_starts = 0, wake_ends = 0;
+  std::set<uint64_t> starts, ends;
+  for (const json& e : doc["traceEvents"]) {
+    const std::string cat = e.value("cat", "");
+    if (cat == "run" && e["args"]["end"] == "park") {
+      const std::string obj = e["args"]["wait"]["obj"];
+      EXPECT_TRUE(obj == "ping" || obj == "pong") << e.dump();
+      ++parks;
+    } else if (cat == "wake") {
+      (e["ph"] == "s" ? starts : ends).insert(e["id"].get<uint64_t>());
+      ++(e["ph"] == "s" ? wake_starts : wake_ends);
+    }
+  }
+  EXPECT_GE(parks, std::size_t{2} * kRounds);
+  EXPECT_LE(parks, std::size_t{2} * kRounds + 1);
+  EXPECT_GE(wake_starts, parks);  // each park was woken; each green thread also by its spawn
+  EXPECT_EQ(wake_starts, starts.size());
+  EXPECT_EQ(starts, ends);
+  EXPECT_EQ(wake_ends, ends.size());
+  std::remove(path.c_str());
+}
+
+// CHANFLOW_TRACE_SPOOL takes auto, always or never; anything else is an Error naming it, and the
+// trace stays off.
+TEST(Trace, SpoolSettingIsChecked) {
+  const ScopedEnv spool("CHANFLOW_TRACE_SPOOL", "sometimes");
+  try {
+    cf::trace::start();
+    ADD_FAILURE() << "start() accepted CHANFLOW_TRACE_SPOOL=sometimes";
+  } catch (const cf::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("CHANFLOW_TRACE_SPOOL is 'sometimes'"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_FALSE(cf::trace::enabled());
 }
 
 struct Parsed {
