@@ -1,6 +1,7 @@
 // trace.cc — the trace: binary events in per-thread buffers, a writer thread that renders them as
-// Chrome trace JSON into the file as they come, and the runtime's own events (run slices with
-// park reasons, wake flows, creation, channel and run-queue counters).
+// Chrome trace JSON into the file as they come (or spools them for stop() once it falls behind),
+// and the runtime's own events (run slices with park reasons, wake flows, creation, channel and
+// run-queue counters).
 #include "chanflow/runtime/trace.h"
 
 #include <fcntl.h>

@@ -16,14 +16,20 @@
 // Costs and bounds. Off, every recording site costs one relaxed load (enabled()). On, an event is
 // appended in binary form to a buffer of the calling OS thread (no lock, no shared write per
 // record); full buffers go to a writer thread that renders them as JSON and writes them to the file
-// as they come. At most Options::max_events events are written (later ones are counted as dropped),
-// and at most Options::buffer_bytes of buffers wait for the writer: when it falls behind, a full
+// as they come. A program that records faster than the writer renders (a busy green-thread
+// program records millions of events a second) makes it fall behind: from then on it spools the
+// buffers as they are to a nameless file beside the output, and stop() renders them (it then
+// takes about 0.2 s per million events). CHANFLOW_TRACE_SPOOL=auto (that), always (spool from
+// the start: cheapest) or never (render only; a writer that falls behind drops). At most
+// Options::max_events events are written (later ones are counted as dropped), and at most
+// Options::buffer_bytes of buffers wait for the writer: when it still falls behind, a full
 // buffer's events are dropped and counted, never queued without bound, and new events are
 // dropped and counted at once until the writer has room again. The count is in "otherData"
 // ("dropped_events") and a "dropped" mark. A recording that ends by stop() — also when the
 // program was cancelled or signalled and stops the trace on its way out — leaves a complete JSON
 // document (so does exit() with a recording on: an atexit handler stops it); one cut short (the
-// process killed) leaves a prefix that readers accept.
+// process killed) leaves a prefix that readers accept: the events rendered until then (not the
+// spooled ones).
 //
 // Thread-safety: every function may be called from any green thread or OS thread. start() and
 // stop() are serialised among themselves; a recording call that races with stop() is either in
