@@ -11,6 +11,7 @@
 #include <array>
 #include <charconv>
 #include <chrono>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -101,16 +102,37 @@ struct Head {
 };
 static_assert(sizeof(Head) % 8 == 0);
 
-// A run slice's numbers past its Head: the wake that started it (recorded by the waker in the
-// Task, TraceWake) and what it parked on; a select's cases follow as CaseRecs.
-struct RunBody {
-  TraceWake wake;  // wake.ns == 0: none
+// A run slice: a record of its own (not a Head), since a traced context switch writes one. It
+// shares a Head's first fields (size, kind), which is all render() reads before it knows which
+// it has. Its tracks are the runtime process's (a worker's lane, the waker's track). The green
+// thread's name is registered once per recording (gthread_names), not copied into each slice.
+// With a wake (wake_ns != 0) the wake flow's fields follow as a RunWake; then a select's cases
+// as CaseRecs.
+struct RunRec {
+  uint32_t size;
+  Kind kind;  // kRun
+  uint8_t end;
+  uint8_t wait;  // WaitKind, when end is kPark
+  uint8_t ncases;
+  uint32_t tid;       // the worker's lane
+  uint32_t wake_tid;  // the waker's track; 0: no wake (no RunWake follows)
+  int64_t ts;
+  int64_t dur;
+  uint64_t g;
   uint64_t wait_obj;
   ObjKind wait_obj_kind;
-  uint8_t ncases;
-  uint8_t pad[6];
+  uint8_t wake_by;  // By
+  ObjKind wake_obj_kind;
+  uint8_t pad[5];
 };
-static_assert(sizeof(RunBody) % 8 == 0);
+static_assert(sizeof(RunRec) % 8 == 0 && offsetof(RunRec, size) == offsetof(Head, size) &&
+              offsetof(RunRec, kind) == offsetof(Head, kind));
+struct RunWake {
+  int64_t ns;
+  uint64_t obj;
+  uint64_t by_g;
+};
+static_assert(sizeof(RunWake) % 8 == 0);
 struct CaseRec {
   uint64_t obj;
   WaitKind kind;
@@ -231,6 +253,11 @@ struct Queue {
   bool write_failed = false;
   bool any_event = false;  // whether an event was written (a comma is due before the next)
   std::string memory;      // the in-memory recording's text
+  // Names met while rendering this recording (filled from the registries below on a miss, so a
+  // record costs no lock once its names are known). Cleared by start().
+  std::unordered_map<uint64_t, std::string> chan_labels;  // id -> JSON string
+  std::unordered_map<uint64_t, std::string> gnames;       // g -> JSON string
+  uint32_t runtime_pid = 0;                               // the run records' process
 };
 Queue& queue() {
   static auto* const kQueue = new Queue();
@@ -418,6 +445,12 @@ std::unordered_map<uint64_t, std::string>& chan_names() CHANFLOW_REQUIRES(g_name
   static auto* const kNames = new std::unordered_map<uint64_t, std::string>();
   return *kNames;
 }
+// The same for green threads' names: registered by the first run slice of a named green thread
+// in a recording (trace_run_end), by g. Unnamed ones render as "#<g>".
+std::unordered_map<uint64_t, std::string>& gthread_names() CHANFLOW_REQUIRES(g_names_mu) {
+  static auto* const kNames = new std::unordered_map<uint64_t, std::string>();
+  return *kNames;
+}
 
 // ---- rendering ---------------------------------------------------------------------------------
 //
@@ -506,11 +539,19 @@ void append_obj(std::string& out, ObjKind kind, uint64_t obj) {
       out += "\"\"";
       return;
     case ObjKind::kChan: {
+      auto& cache = queue().chan_labels;
+      if (const auto it = cache.find(obj); it != cache.end()) {
+        out += it->second;
+        return;
+      }
       {
         os::LockGuard g(g_names_mu);
         const auto& names = chan_names();
         if (const auto it = names.find(obj); it != names.end()) {
-          append_string(out, it->second);
+          std::string label;
+          append_string(label, it->second);
+          out += label;
+          cache.emplace(obj, std::move(label));
           return;
         }
       }
@@ -549,29 +590,60 @@ void append_gname(std::string& out, std::string_view name, int64_t g) {
   out += '"';
 }
 
+// A green thread's name, registered or not, as a JSON string (gthread_names).
+void append_registered_gname(std::string& out, uint64_t g) {
+  auto& cache = queue().gnames;
+  if (const auto it = cache.find(g); it != cache.end()) {
+    out += it->second;
+    return;
+  }
+  std::string name;
+  {
+    os::LockGuard lock(g_names_mu);
+    const auto& names = gthread_names();
+    if (const auto it = names.find(g); it != names.end()) name = it->second;
+  }
+  if (name.empty()) {  // unnamed: not cached (the table is for names)
+    append_gname(out, {}, static_cast<int64_t>(g));
+    return;
+  }
+  std::string label;
+  append_string(label, name);
+  out += label;
+  cache.emplace(g, std::move(label));
+}
+
+// ,"ph":..,"ts":..,"pid":..,"tid":.. of a run record's track (the runtime process's).
+void append_run_common(std::string& out, const char* ph, int64_t ts, uint32_t tid) {
+  Head h{};
+  h.pid = queue().runtime_pid;
+  h.tid = tid;
+  h.ts = ts;
+  append_common(out, h, ph);
+}
+
 // A run record: its slice, and when a wake started it, the wake flow (its start on the waker's
 // track at the wake's time, its end at the slice's start).
-void render_run(const Head& h, const RunBody& body, const CaseRec* cases, std::string_view gname,
-                std::string& out) {
+void render_run(const RunRec& r, const RunWake* wake, const CaseRec* cases, std::string& out) {
   out += "{\"cat\":\"run\",\"name\":";
-  append_gname(out, gname, h.n[1]);
+  append_registered_gname(out, r.g);
   out += ',';
-  append_common(out, h, "X");
+  append_run_common(out, "X", r.ts, r.tid);
   out += ",\"dur\":";
-  append_us(out, h.n[0]);
+  append_us(out, r.dur);
   out += ",\"args\":{\"g\":";
-  append_int(out, h.n[1]);
+  append_int(out, static_cast<int64_t>(r.g));
   out += ",\"end\":\"";
-  out += kRunEndNames[h.sub];
+  out += kRunEndNames[r.end];
   out += '"';
-  if (static_cast<RunEnd>(h.sub) == RunEnd::kPark) {
+  if (static_cast<RunEnd>(r.end) == RunEnd::kPark) {
     out += ",\"wait\":{\"kind\":\"";
-    out += kWaitKindNames[h.sub2];
+    out += kWaitKindNames[r.wait];
     out += "\",\"obj\":";
-    append_obj(out, body.wait_obj_kind, body.wait_obj);
-    if (static_cast<WaitKind>(h.sub2) == WaitKind::kSelect) {
+    append_obj(out, r.wait_obj_kind, r.wait_obj);
+    if (static_cast<WaitKind>(r.wait) == WaitKind::kSelect) {
       out += ",\"cases\":[";
-      for (std::size_t i = 0; i < body.ncases; ++i) {
+      for (std::size_t i = 0; i < r.ncases; ++i) {
         out += i == 0 ? "{\"kind\":\"" : ",{\"kind\":\"";
         out += kWaitKindNames[static_cast<uint8_t>(cases[i].kind)];
         out += "\",\"obj\":";
@@ -583,31 +655,26 @@ void render_run(const Head& h, const RunBody& body, const CaseRec* cases, std::s
     out += '}';
   }
   out += "}}";
-  const TraceWake& wk = body.wake;
-  if (wk.ns == 0) return;
+  if (wake == nullptr) return;
   const uint64_t id = g_next_flow.fetch_add(1, std::memory_order_relaxed);
-  Head from = h;
-  from.pid = wk.pid;
-  from.tid = wk.tid;
-  from.ts = wk.ns;
   out += ",\n{\"cat\":\"wake\",\"name\":\"wake\",";
-  append_common(out, from, "s");
+  append_run_common(out, "s", wake->ns, r.wake_tid);
   out += ",\"id\":";
   append_int(out, static_cast<int64_t>(id));
   out += ",\"args\":{\"g\":";
-  append_int(out, h.n[1]);
+  append_int(out, static_cast<int64_t>(r.g));
   out += ",\"by\":\"";
-  out += kByNames[wk.by];
+  out += kByNames[r.wake_by];
   out += "\",\"by_g\":";
-  append_int(out, static_cast<int64_t>(wk.by_g));
+  append_int(out, static_cast<int64_t>(wake->by_g));
   out += ",\"obj\":";
-  if (static_cast<By>(wk.by) == By::kSpawn) {
-    append_gname(out, gname, h.n[1]);
+  if (static_cast<By>(r.wake_by) == By::kSpawn) {
+    append_registered_gname(out, r.g);  // its own name
   } else {
-    append_obj(out, wk.obj_kind, wk.obj);
+    append_obj(out, r.wake_obj_kind, wake->obj);
   }
   out += "}},\n{\"cat\":\"wake\",\"name\":\"wake\",";
-  append_common(out, h, "f");
+  append_run_common(out, "f", r.ts, r.tid);
   out += ",\"bp\":\"e\",\"id\":";
   append_int(out, static_cast<int64_t>(id));
   out += '}';
@@ -615,17 +682,23 @@ void render_run(const Head& h, const RunBody& body, const CaseRec* cases, std::s
 
 // One record as a JSON object (a run record with a wake: three).
 void render(const unsigned char* p, std::string& out) {
+  Kind kind;
+  std::memcpy(&kind, p + offsetof(Head, kind), sizeof(kind));
+  if (kind == Kind::kRun) {
+    // 8-aligned, as every record and part of one is.
+    const auto* r = reinterpret_cast<const RunRec*>(p);
+    const unsigned char* q = p + sizeof(RunRec);
+    const RunWake* wake = nullptr;
+    if (r->wake_tid != 0) {
+      wake = reinterpret_cast<const RunWake*>(q);
+      q += sizeof(RunWake);
+    }
+    render_run(*r, wake, reinterpret_cast<const CaseRec*>(q), out);
+    return;
+  }
   Head h;
   std::memcpy(&h, p, sizeof(Head));
   const unsigned char* q = p + sizeof(Head);
-  RunBody body{};
-  const CaseRec* cases = nullptr;
-  if (h.kind == Kind::kRun) {
-    std::memcpy(&body, q, sizeof(body));
-    q += sizeof(body);
-    cases = reinterpret_cast<const CaseRec*>(q);  // 8-aligned: records and bodies are
-    q += sizeof(CaseRec) * body.ncases;
-  }
   std::string_view s[kMaxStrings];
   for (std::size_t i = 0; i < h.nstr; ++i) {
     uint16_t len;
@@ -676,8 +749,7 @@ void render(const unsigned char* p, std::string& out) {
       out += ",\"bp\":\"e\",\"id\":";
       append_int(out, h.n[0]);
       break;
-    case Kind::kRun:
-      render_run(h, body, cases, s[0], out);
+    case Kind::kRun:  // above
       return;
     case Kind::kGo:
       out += "{\"cat\":\"gthread\",\"name\":\"go\",\"s\":\"t\",";
@@ -955,7 +1027,6 @@ void trace_go(Task* t, const Task* parent) noexcept {
     wk.ns = now;
     wk.by = static_cast<uint8_t>(By::kSpawn);
     wk.by_g = parent != nullptr ? parent->id : 0;
-    wk.pid = tr.pid;
     wk.tid = tr.tid;
     wk.obj_kind = ObjKind::kNone;
     wk.obj = 0;
@@ -1011,7 +1082,6 @@ void trace_wake(Parker* p) noexcept {
     wk.ns = trace::now_ns();
     wk.obj = obj;
     wk.by_g = waker != nullptr ? waker->id : 0;
-    wk.pid = tr.pid;
     wk.tid = tr.tid;
     wk.by = static_cast<uint8_t>(by);
     wk.obj_kind = ok;
@@ -1073,26 +1143,41 @@ void trace_run_end(Worker* w, Task* t, RunEnd end) noexcept {
   const bool parked = end == RunEnd::kPark;
   const bool select = parked && p.reason == WaitReason::kSelect;
   const std::size_t ncases = select ? std::min<std::size_t>(p.nwaiters, kMaxCases) : 0;
-  const std::string_view name = t->name;  // empty: the writer renders "#<g>"
-  const std::size_t name_bytes = std::min(name.size(), kMaxStringBytes);
-  const std::size_t size = (sizeof(Head) + sizeof(RunBody) + sizeof(CaseRec) * ncases +
-                            sizeof(uint16_t) + name_bytes + 7) &
-                           ~std::size_t{7};
+  // Its name, once per recording (unnamed ones render as "#<g>").
+  if (!t->name.empty()) {
+    const uint64_t gen = g_generation.load(std::memory_order_relaxed);
+    if (gen != 0 && t->trace_named_in != gen) {
+      try {
+        os::LockGuard g(g_names_mu);
+        gthread_names().try_emplace(t->id, t->name);
+        t->trace_named_in = gen;
+      } catch (...) {
+        // Out of memory: the green thread shows as "#<g>".
+      }
+    }
+  }
+  const std::size_t size =
+      sizeof(RunRec) + (woken ? sizeof(RunWake) : 0) + sizeof(CaseRec) * ncases;
   // The slice, and the wake flow's start and end when a wake started it.
   emit_record(size, woken ? 3 : 1, [&](unsigned char* rec) {
-    auto* h = new (rec) Head{};
-    h->size = static_cast<uint32_t>(size);
-    h->kind = Kind::kRun;
-    h->sub = static_cast<uint8_t>(end);
-    h->nstr = 1;
-    h->pid = w->trace_track.pid;
-    h->tid = w->trace_track.tid;
-    h->ts = began;
-    h->n[0] = now - began;
-    h->n[1] = static_cast<int64_t>(t->id);
-    auto* body = new (rec + sizeof(Head)) RunBody{};
-    if (woken) body->wake = t->trace_run_wake;
-    body->ncases = static_cast<uint8_t>(ncases);
+    auto* r = new (rec) RunRec{};
+    r->size = static_cast<uint32_t>(size);
+    r->kind = Kind::kRun;
+    r->end = static_cast<uint8_t>(end);
+    r->ncases = static_cast<uint8_t>(ncases);
+    r->tid = w->trace_track.tid;
+    r->ts = began;
+    r->dur = now - began;
+    r->g = t->id;
+    unsigned char* q = rec + sizeof(RunRec);
+    if (woken) {
+      const TraceWake& wk = t->trace_run_wake;
+      r->wake_tid = wk.tid;
+      r->wake_by = wk.by;
+      r->wake_obj_kind = wk.obj_kind;
+      new (q) RunWake{wk.ns, wk.obj, wk.by_g};
+      q += sizeof(RunWake);
+    }
     if (parked) {
       WaitKind k = WaitKind::kOther;
       switch (p.reason) {
@@ -1100,13 +1185,13 @@ void trace_run_end(Worker* w, Task* t, RunEnd end) noexcept {
         case WaitReason::kChanRecv: {
           const auto* c = static_cast<const ChanBase*>(p.wait_obj);
           k = chan_wait_kind(c, p.reason == WaitReason::kChanSend);
-          body->wait_obj_kind = chan_obj(c, &body->wait_obj);
+          r->wait_obj_kind = chan_obj(c, &r->wait_obj);
           break;
         }
         case WaitReason::kSelect: {
           k = WaitKind::kSelect;
-          body->wait_obj_kind = ObjKind::kSelect;
-          auto* cases = reinterpret_cast<CaseRec*>(rec + sizeof(Head) + sizeof(RunBody));
+          r->wait_obj_kind = ObjKind::kSelect;
+          auto* cases = reinterpret_cast<CaseRec*>(q);
           for (std::size_t i = 0; i < ncases; ++i) {
             const Waiter& wt = p.waiters[i];
             auto* c = new (cases + i) CaseRec{};
@@ -1116,11 +1201,11 @@ void trace_run_end(Worker* w, Task* t, RunEnd end) noexcept {
           break;
         }
         case WaitReason::kNilChan:
-          body->wait_obj_kind = ObjKind::kNilChan;
+          r->wait_obj_kind = ObjKind::kNilChan;
           break;
         case WaitReason::kSleep:
           k = WaitKind::kTimer;
-          body->wait_obj_kind = ObjKind::kSleep;
+          r->wait_obj_kind = ObjKind::kSleep;
           break;
         case WaitReason::kMutex:
           k = WaitKind::kMutex;
@@ -1131,16 +1216,12 @@ void trace_run_end(Worker* w, Task* t, RunEnd end) noexcept {
         default:
           break;
       }
-      if (body->wait_obj_kind == ObjKind::kNone) {
-        body->wait_obj_kind = ObjKind::kAddr;
-        body->wait_obj = reinterpret_cast<std::uintptr_t>(p.wait_obj);
+      if (r->wait_obj_kind == ObjKind::kNone) {
+        r->wait_obj_kind = ObjKind::kAddr;
+        r->wait_obj = reinterpret_cast<std::uintptr_t>(p.wait_obj);
       }
-      h->sub2 = static_cast<uint8_t>(k);
+      r->wait = static_cast<uint8_t>(k);
     }
-    unsigned char* q = rec + sizeof(Head) + sizeof(RunBody) + sizeof(CaseRec) * ncases;
-    const auto len = static_cast<uint16_t>(name_bytes);
-    std::memcpy(q, &len, sizeof(len));
-    if (len != 0) std::memcpy(q + sizeof(len), name.data(), len);
   });
   t->trace_run_wake.ns = 0;
 }
@@ -1464,7 +1545,11 @@ void start(const Options& options) {
   {
     os::LockGuard gn(g_names_mu);
     chan_names().clear();
+    gthread_names().clear();
   }
+  q.chan_labels.clear();
+  q.gnames.clear();
+  q.runtime_pid = runtime_pid();
   g_max_events.store(options.max_events, std::memory_order_relaxed);
   g_reserved.store(0, std::memory_order_relaxed);
   g_dropped.store(0, std::memory_order_relaxed);

@@ -39,9 +39,8 @@ struct TraceWake {
   int64_t ns = 0;
   uint64_t obj = 0;   // per obj_kind
   uint64_t by_g = 0;  // the waking green thread (0: an OS thread)
-  uint32_t pid = 0;   // the waker's track
-  uint32_t tid = 0;
-  uint8_t by = 0;  // trace.cc's By
+  uint32_t tid = 0;   // the waker's track (a worker's or an OS thread's: the runtime's process)
+  uint8_t by = 0;     // trace.cc's By
   ObjKind obj_kind = ObjKind::kNone;
 };
 
