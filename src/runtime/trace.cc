@@ -19,6 +19,8 @@
 #include <memory>
 #include <new>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
 #include <thread>
 #include <unordered_map>
 #include <utility>
@@ -72,8 +74,8 @@ enum class WaitKind : uint8_t {
   kContext,
   kOther
 };
-constexpr const char* kWaitKindNames[] = {"chan.send", "chan.recv", "select",  "mutex",
-                                          "waitgroup", "timer",     "context", "other"};
+constexpr std::string_view kWaitKindNames[] = {"chan.send", "chan.recv", "select",  "mutex",
+                                               "waitgroup", "timer",     "context", "other"};
 enum class By : uint8_t {
   kChanSend,
   kChanRecv,
@@ -85,9 +87,9 @@ enum class By : uint8_t {
   kSpawn,
   kOther
 };
-constexpr const char* kByNames[] = {"chan.send", "chan.recv", "chan.close", "timer", "unlock",
-                                    "waitgroup", "cancel",    "spawn",      "other"};
-constexpr const char* kRunEndNames[] = {"park", "yield", "exit"};
+constexpr std::string_view kByNames[] = {"chan.send", "chan.recv", "chan.close", "timer", "unlock",
+                                         "waitgroup", "cancel",    "spawn",      "other"};
+constexpr std::string_view kRunEndNames[] = {"park", "yield", "exit"};
 
 struct Head {
   uint32_t size;  // of the whole record, a multiple of 8
