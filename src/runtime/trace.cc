@@ -57,7 +57,7 @@ enum class Kind : uint8_t {
   kCounter,    // s: cat, name, args
   kFlowBegin,  // s: cat, name, args; n0 id
   kFlowEnd,    // s: cat, name; n0 id
-  kRun,        // RunBody, CaseRecs, s: gname; n0 dur, n1 g; sub end, sub2 wait
+  kRun,        // a RunRec, not a Head (below)
   kGo,         // s: gname; n1 g, n2 parent
   kChan,       // n0 len, n1 cap, n2 the channel's trace id
   kRunQueue,   // n0 runnable
@@ -108,8 +108,8 @@ static_assert(sizeof(Head) % 8 == 0);
 // shares a Head's first fields (size, kind), which is all render() reads before it knows which
 // it has. Its tracks are the runtime process's (a worker's lane, the waker's track). The green
 // thread's name is registered once per recording (gthread_names), not copied into each slice.
-// With a wake (wake_ns != 0) the wake flow's fields follow as a RunWake; then a select's cases
-// as CaseRecs.
+// With a wake (has_wake) the wake flow's fields follow as a RunWake; then a select's cases as
+// CaseRecs.
 struct RunRec {
   uint32_t size;
   Kind kind;  // kRun
@@ -117,7 +117,7 @@ struct RunRec {
   uint8_t wait;  // WaitKind, when end is kPark
   uint8_t ncases;
   uint32_t tid;       // the worker's lane
-  uint32_t wake_tid;  // the waker's track; 0: no wake (no RunWake follows)
+  uint32_t wake_tid;  // the waker's track, with a wake
   int64_t ts;
   int64_t dur;
   uint64_t g;
@@ -125,7 +125,8 @@ struct RunRec {
   ObjKind wait_obj_kind;
   uint8_t wake_by;  // By
   ObjKind wake_obj_kind;
-  uint8_t pad[5];
+  uint8_t has_wake;  // a RunWake follows
+  uint8_t pad[4];
 };
 static_assert(sizeof(RunRec) % 8 == 0 && offsetof(RunRec, size) == offsetof(Head, size) &&
               offsetof(RunRec, kind) == offsetof(Head, kind));
@@ -253,13 +254,19 @@ struct Queue {
   std::FILE* spool CHANFLOW_GUARDED_BY(mu) = nullptr;
   // The writer thread's own (read by start/stop only before it starts or after it is joined).
   bool write_failed = false;
-  bool any_event = false;  // whether an event was written (a comma is due before the next)
-  std::string memory;      // the in-memory recording's text
+  bool any_event = false;       // whether an event was written (a comma is due before the next)
+  std::string memory;           // the in-memory recording's text
+  std::size_t spool_bytes = 0;  // the spool's whole frames (spill_chunk)
   // Names met while rendering this recording (filled from the registries below on a miss, so a
   // record costs no lock once its names are known). Cleared by start().
   std::unordered_map<uint64_t, std::string> chan_labels;  // id -> JSON string
   std::unordered_map<uint64_t, std::string> gnames;       // g -> JSON string
-  uint32_t runtime_pid = 0;                               // the run records' process
+  // Labels rendered for ids the registries had no name for ("#<id>"), good while
+  // g_names_version is unnamed_version (a name registered since may be one of them).
+  std::unordered_map<uint64_t, std::string> unnamed_chans;
+  std::unordered_map<uint64_t, std::string> unnamed_gs;
+  uint64_t unnamed_version = 0;
+  uint32_t runtime_pid = 0;  // the run records' process
 };
 Queue& queue() {
   static auto* const kQueue = new Queue();
@@ -443,6 +450,9 @@ void emit(const Head& head, const Strings& ss) noexcept {
 // lock, so the writer finds every name it needs. Cleared by start(): the table holds the named
 // channels of one recording.
 os::Mutex g_names_mu;
+// Bumped (under g_names_mu) by every registration: the writer's cache of labels it found no name
+// for is good while this has not changed.
+std::atomic<uint64_t> g_names_version{0};
 std::unordered_map<uint64_t, std::string>& chan_names() CHANFLOW_REQUIRES(g_names_mu) {
   static auto* const kNames = new std::unordered_map<uint64_t, std::string>();
   return *kNames;
@@ -532,6 +542,33 @@ void append_track_name(std::string& out, bool is_process, uint32_t pid, uint32_t
   out += "}}";
 }
 
+// The label of a channel's trace id or a green thread's g, as a JSON string: its registered
+// name, else "#<id>". Cached per recording: a registered name stays; an unnamed label stays while
+// no name was registered since (g_names_version), so a record costs no lock once its labels are
+// known.
+const std::string& label_of(uint64_t id, bool is_g) {
+  Queue& q = queue();
+  auto& named = is_g ? q.gnames : q.chan_labels;
+  if (const auto it = named.find(id); it != named.end()) return it->second;
+  auto& unnamed = is_g ? q.unnamed_gs : q.unnamed_chans;
+  const uint64_t version = g_names_version.load(std::memory_order_relaxed);
+  if (version != q.unnamed_version) {
+    q.unnamed_chans.clear();
+    q.unnamed_gs.clear();
+    q.unnamed_version = version;
+  }
+  if (const auto it = unnamed.find(id); it != unnamed.end()) return it->second;
+  std::string label;
+  {
+    os::LockGuard g(g_names_mu);
+    const auto& names = is_g ? gthread_names() : chan_names();
+    if (const auto it = names.find(id); it != names.end()) append_string(label, it->second);
+  }
+  if (!label.empty()) return named.emplace(id, std::move(label)).first->second;
+  label = "\"#" + std::to_string(id) + '"';
+  return unnamed.emplace(id, std::move(label)).first->second;
+}
+
 // An object's label, as a JSON string: a channel's registered name or "#<id>", an address
 // "#0x...", or a fixed label.
 void append_obj(std::string& out, ObjKind kind, uint64_t obj) {
@@ -540,28 +577,9 @@ void append_obj(std::string& out, ObjKind kind, uint64_t obj) {
     case ObjKind::kNone:
       out += "\"\"";
       return;
-    case ObjKind::kChan: {
-      auto& cache = queue().chan_labels;
-      if (const auto it = cache.find(obj); it != cache.end()) {
-        out += it->second;
-        return;
-      }
-      {
-        os::LockGuard g(g_names_mu);
-        const auto& names = chan_names();
-        if (const auto it = names.find(obj); it != names.end()) {
-          std::string label;
-          append_string(label, it->second);
-          out += label;
-          cache.emplace(obj, std::move(label));
-          return;
-        }
-      }
-      const int n =
-          std::snprintf(buf, sizeof(buf), "\"#%llu\"", static_cast<unsigned long long>(obj));
-      out.append(buf, static_cast<std::size_t>(std::clamp<int>(n, 0, sizeof(buf) - 1)));
+    case ObjKind::kChan:
+      out += label_of(obj, /*is_g=*/false);
       return;
-    }
     case ObjKind::kAddr: {
       const int n =
           std::snprintf(buf, sizeof(buf), "\"#0x%llx\"", static_cast<unsigned long long>(obj));
@@ -593,27 +611,7 @@ void append_gname(std::string& out, std::string_view name, int64_t g) {
 }
 
 // A green thread's name, registered or not, as a JSON string (gthread_names).
-void append_registered_gname(std::string& out, uint64_t g) {
-  auto& cache = queue().gnames;
-  if (const auto it = cache.find(g); it != cache.end()) {
-    out += it->second;
-    return;
-  }
-  std::string name;
-  {
-    os::LockGuard lock(g_names_mu);
-    const auto& names = gthread_names();
-    if (const auto it = names.find(g); it != names.end()) name = it->second;
-  }
-  if (name.empty()) {  // unnamed: not cached (the table is for names)
-    append_gname(out, {}, static_cast<int64_t>(g));
-    return;
-  }
-  std::string label;
-  append_string(label, name);
-  out += label;
-  cache.emplace(g, std::move(label));
-}
+void append_registered_gname(std::string& out, uint64_t g) { out += label_of(g, /*is_g=*/true); }
 
 // ,"ph":..,"ts":..,"pid":..,"tid":.. of a run record's track (the runtime process's).
 void append_run_common(std::string& out, const char* ph, int64_t ts, uint32_t tid) {
@@ -691,7 +689,7 @@ void render(const unsigned char* p, std::string& out) {
     const auto* r = reinterpret_cast<const RunRec*>(p);
     const unsigned char* q = p + sizeof(RunRec);
     const RunWake* wake = nullptr;
-    if (r->wake_tid != 0) {
+    if (r->has_wake != 0) {
       wake = reinterpret_cast<const RunWake*>(q);
       q += sizeof(RunWake);
     }
@@ -806,8 +804,18 @@ void write_text(std::FILE* f, std::string& text) {
 void render_chunk(const Chunk& c, std::string& text) {
   for (std::size_t at = 0; at < c.used;) {
     const unsigned char* p = c.data.get() + at;
-    uint32_t size;
-    std::memcpy(&size, p, sizeof(size));
+    uint32_t size = 0;
+    Kind kind{};
+    if (c.used - at >= 8) {
+      std::memcpy(&size, p, sizeof(size));
+      std::memcpy(&kind, p + offsetof(Head, kind), sizeof(kind));
+    }
+    // Not a record emit_record wrote (a spool read back wrong): nothing past it can be trusted.
+    if (size < (kind == Kind::kRun ? sizeof(RunRec) : sizeof(Head)) || size % 8 != 0 ||
+        size > c.used - at || kind > Kind::kRunQueue) {
+      queue().write_failed = true;
+      return;
+    }
     text += queue().any_event ? ",\n" : "\n";
     queue().any_event = true;
     render(p, text);
@@ -830,27 +838,33 @@ std::FILE* open_spool(const std::string& path) {
   return f;
 }
 
-// Appends c to the spool as its byte and event counts and its records.
-void spill_chunk(std::FILE* spool, const Chunk& c) {
+// Appends c to the spool as its byte and event counts and its records; false when the write
+// failed (the spool's bytes past Queue::spool_bytes are then not a whole frame).
+bool spill_chunk(std::FILE* spool, const Chunk& c) {
   const uint64_t counts[2] = {c.used, c.events};
   if (std::fwrite(counts, sizeof(counts), 1, spool) != 1 ||
       std::fwrite(c.data.get(), 1, c.used, spool) != c.used) {
-    queue().write_failed = true;
+    return false;
   }
+  queue().spool_bytes += sizeof(counts) + c.used;
+  return true;
 }
 
-// Renders the spooled chunks into f, after the streamed ones (stop(), once the writer is done).
+// Renders the spool's whole frames (Queue::spool_bytes) into f, after the streamed events
+// (stop(), once the writer is done).
 void render_spool(std::FILE* spool, std::FILE* f) {
+  Queue& q = queue();
   if (std::fflush(spool) != 0 || std::fseek(spool, 0, SEEK_SET) != 0) {
-    queue().write_failed = true;
+    q.write_failed = true;
     return;
   }
   Chunk c;
   std::string text;
   uint64_t counts[2];
-  while (std::fread(counts, sizeof(counts), 1, spool) == 1) {
-    if (counts[0] > kChunkBytes || std::fread(c.data.get(), 1, counts[0], spool) != counts[0]) {
-      queue().write_failed = true;  // not what spill_chunk wrote
+  for (std::size_t read = 0; read < q.spool_bytes; read += sizeof(counts) + c.used) {
+    if (std::fread(counts, sizeof(counts), 1, spool) != 1 || counts[0] > kChunkBytes ||
+        std::fread(c.data.get(), 1, counts[0], spool) != counts[0]) {
+      q.write_failed = true;  // a read error, or not what spill_chunk wrote
       return;
     }
     c.used = counts[0];
@@ -860,13 +874,6 @@ void render_spool(std::FILE* spool, std::FILE* f) {
   }
 }
 
-// The writer thread. While it keeps up, it renders each chunk as JSON and appends it to the file
-// (or Queue::memory) as it comes: a process killed meanwhile leaves the events up to then. Once
-// it finds the queue half full (the recorders produce events faster than it renders them, which
-// a busy green-thread program does: millions of events a second), it spools the rest of the
-// recording's chunks as they are, a copy per chunk, and stop() renders them after it. Rendering
-// is what costs (~100 ns an event); a writer that rendered through the recording would take a
-// core from the traced program, and still fall behind and drop.
 // When the writer spools (CHANFLOW_TRACE_SPOOL, read by start()).
 enum class SpoolMode : uint8_t {
   kAuto,    // once it falls behind (the default)
@@ -874,6 +881,13 @@ enum class SpoolMode : uint8_t {
   kNever,   // never: it falls behind and drops
 };
 
+// The writer thread. While it keeps up, it renders each chunk as JSON and appends it to the file
+// (or Queue::memory) as it comes: a process killed meanwhile leaves the events up to then. Once
+// it finds the queue half full (the recorders produce events faster than it renders them, which
+// a busy green-thread program does: millions of events a second), it spools the rest of the
+// recording's chunks as they are, a copy per chunk, and stop() renders them after it. Rendering
+// is what costs (~100 ns an event); a writer that rendered through the recording would take a
+// core from the traced program, and still fall behind and drop.
 void writer_main(std::FILE* f, std::string path, SpoolMode mode) {
   Queue& q = queue();
   std::string text;
@@ -881,6 +895,7 @@ void writer_main(std::FILE* f, std::string path, SpoolMode mode) {
   // Not to spool: told so, in memory, or the directory cannot have a spool.
   bool no_spool = mode == SpoolMode::kNever || f == nullptr;
   bool fell_behind = mode == SpoolMode::kAlways && !no_spool;
+  bool spool_failed = false;
   for (;;) {
     std::unique_ptr<Chunk> c;
     std::vector<TrackName> names;
@@ -917,8 +932,13 @@ void writer_main(std::FILE* f, std::string path, SpoolMode mode) {
     if (g_writer_behind.load(std::memory_order_relaxed)) {
       g_writer_behind.store(false, std::memory_order_relaxed);
     }
-    if (spool != nullptr) {
-      spill_chunk(spool, *c);
+    if (spool != nullptr && !spool_failed) {
+      // A failed write (the disk full): its events are dropped and counted, and the writer
+      // renders again from the next chunk on.
+      if (!spill_chunk(spool, *c)) {
+        spool_failed = true;
+        g_dropped.fetch_add(c->events, std::memory_order_relaxed);
+      }
     } else {
       render_chunk(*c, text);
     }
@@ -1151,7 +1171,9 @@ void trace_run_end(Worker* w, Task* t, RunEnd end) noexcept {
     if (gen != 0 && t->trace_named_in != gen) {
       try {
         os::LockGuard g(g_names_mu);
-        gthread_names().try_emplace(t->id, t->name);
+        if (gthread_names().try_emplace(t->id, t->name).second) {
+          g_names_version.fetch_add(1, std::memory_order_relaxed);
+        }
         t->trace_named_in = gen;
       } catch (...) {
         // Out of memory: the green thread shows as "#<g>".
@@ -1174,6 +1196,7 @@ void trace_run_end(Worker* w, Task* t, RunEnd end) noexcept {
     unsigned char* q = rec + sizeof(RunRec);
     if (woken) {
       const TraceWake& wk = t->trace_run_wake;
+      r->has_wake = 1;
       r->wake_tid = wk.tid;
       r->wake_by = wk.by;
       r->wake_obj_kind = wk.obj_kind;
@@ -1253,7 +1276,9 @@ uint64_t ChanBase::trace_obj() const noexcept {
   if (gen != 0 && trace_named_in_.load(std::memory_order_relaxed) != gen) {
     try {
       os::LockGuard g(g_names_mu);
-      chan_names().try_emplace(id, name_);
+      if (chan_names().try_emplace(id, name_).second) {
+        g_names_version.fetch_add(1, std::memory_order_relaxed);
+      }
       trace_named_in_.store(gen, std::memory_order_relaxed);
     } catch (...) {
       // Out of memory: the channel shows as "#<id>".
@@ -1500,6 +1525,8 @@ bool stop_locked() CHANFLOW_REQUIRES(detail::g_session_mu) {
 
 void start(const Options& options) {
   using namespace detail;
+  os::LockGuard g(g_session_mu);
+  (void)stop_locked();
   SpoolMode mode = SpoolMode::kAuto;
   if (const char* env = std::getenv("CHANFLOW_TRACE_SPOOL"); env != nullptr && *env != '\0') {
     const std::string_view v(env);
@@ -1512,8 +1539,6 @@ void start(const Options& options) {
                             << "'; expected auto, always or never";
     }
   }
-  os::LockGuard g(g_session_mu);
-  (void)stop_locked();
   std::FILE* f = nullptr;
   if (!options.path.empty()) {
     f = std::fopen(options.path.c_str(), "w");
@@ -1526,6 +1551,7 @@ void start(const Options& options) {
   g_last_doc->clear();
   Queue& q = queue();
   q.memory.clear();
+  q.spool_bytes = 0;
   q.write_failed = false;
   q.any_event = false;
   {
@@ -1551,6 +1577,8 @@ void start(const Options& options) {
   }
   q.chan_labels.clear();
   q.gnames.clear();
+  q.unnamed_chans.clear();
+  q.unnamed_gs.clear();
   q.runtime_pid = runtime_pid();
   g_max_events.store(options.max_events, std::memory_order_relaxed);
   g_reserved.store(0, std::memory_order_relaxed);
