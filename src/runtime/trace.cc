@@ -1165,21 +1165,6 @@ void trace_run_end(Worker* w, Task* t, RunEnd end) noexcept {
   const bool parked = end == RunEnd::kPark;
   const bool select = parked && p.reason == WaitReason::kSelect;
   const std::size_t ncases = select ? std::min<std::size_t>(p.nwaiters, kMaxCases) : 0;
-  // Its name, once per recording (unnamed ones render as "#<g>").
-  if (!t->name.empty()) {
-    const uint64_t gen = g_generation.load(std::memory_order_relaxed);
-    if (gen != 0 && t->trace_named_in != gen) {
-      try {
-        os::LockGuard g(g_names_mu);
-        if (gthread_names().try_emplace(t->id, t->name).second) {
-          g_names_version.fetch_add(1, std::memory_order_relaxed);
-        }
-        t->trace_named_in = gen;
-      } catch (...) {
-        // Out of memory: the green thread shows as "#<g>".
-      }
-    }
-  }
   const std::size_t size =
       sizeof(RunRec) + (woken ? sizeof(RunWake) : 0) + sizeof(CaseRec) * ncases;
   // The slice, and the wake flow's start and end when a wake started it.
@@ -1193,6 +1178,22 @@ void trace_run_end(Worker* w, Task* t, RunEnd end) noexcept {
     r->ts = began;
     r->dur = now - began;
     r->g = t->id;
+    // Its name, once per recording, with a record that is kept (unnamed ones render as
+    // "#<g>"): registered before the record is published, so before the writer sees it.
+    if (!t->name.empty()) {
+      const uint64_t gen = g_generation.load(std::memory_order_relaxed);
+      if (gen != 0 && t->trace_named_in != gen) {
+        try {
+          os::LockGuard g(g_names_mu);
+          if (gthread_names().try_emplace(t->id, t->name).second) {
+            g_names_version.fetch_add(1, std::memory_order_relaxed);
+          }
+          t->trace_named_in = gen;
+        } catch (...) {
+          // Out of memory: the green thread shows as "#<g>".
+        }
+      }
+    }
     unsigned char* q = rec + sizeof(RunRec);
     if (woken) {
       const TraceWake& wk = t->trace_run_wake;
