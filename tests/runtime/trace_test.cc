@@ -229,6 +229,25 @@ TEST(Trace, ClockAgreesWithTheSteadyClock) {
 
 class TraceRuntime : public WorkersFixture {};
 
+// Starts a pinger (sends on ping and receives on pong while more(i)) and a ponger (echoes until
+// ping is closed); each calls wg.done() as it ends.
+template <class More>
+void go_ping_pong(cf::Chan<int> ping, cf::Chan<int> pong, cf::WaitGroup& wg, More more) {
+  wg.add(2);
+  cf::go("pinger", [ping, pong, &wg, more]() mutable {
+    for (int i = 0; more(i); ++i) {
+      ping.send(i);
+      pong.recv();
+    }
+    ping.close();
+    wg.done();
+  });
+  cf::go("ponger", [ping, pong, &wg]() mutable {
+    while (auto v = ping.recv()) pong.send(*v);
+    wg.done();
+  });
+}
+
 // A file streamed while green threads run: events are in it before stop(); stopped while they
 // still run, it is complete, valid JSON. (The writer renders as it goes: the ping-pong below
 // would make it fall behind and spool, and the file would not grow until stop().)
@@ -240,22 +259,10 @@ TEST_P(TraceRuntime, StreamedFileIsValidWhenStoppedMidRun) {
   auto pong = cf::make_chan<int>(0, "pong");
   std::atomic<bool> quit{false};
   cf::WaitGroup wg;
-  wg.add(2);
   // Bounded so that the file stays small however fast the host writes it (the ping-pong goes on
   // past the bound: events are then dropped, and the file is complete all the same).
   cf::trace::start({.path = path, .max_events = 300'000});
-  cf::go("pinger", [&] {
-    for (int i = 0; !quit.load(std::memory_order_relaxed); ++i) {
-      ping.send(i);
-      pong.recv();
-    }
-    ping.close();
-    wg.done();
-  });
-  cf::go("ponger", [&] {
-    while (auto v = ping.recv()) pong.send(*v);
-    wg.done();
-  });
+  go_ping_pong(ping, pong, wg, [&quit](int) { return !quit.load(std::memory_order_relaxed); });
   // Streamed: full buffers reach the file while the program runs.
   wait_until(
       [&] { return read_file(path, std::size_t{256} << 10).size() == std::size_t{256} << 10; });
@@ -301,21 +308,9 @@ TEST_P(TraceRuntime, SpooledEventsAreAllInTheFileAfterStop) {
   auto ping = cf::make_chan<int>(0, "ping");
   auto pong = cf::make_chan<int>(0, "pong");
   cf::WaitGroup wg;
-  wg.add(2);
   // Room for every record: the writer's queue never drops, however late it runs.
   cf::trace::start({.path = path, .max_events = 0, .buffer_bytes = std::size_t{64} << 20});
-  cf::go("pinger", [&] {
-    for (int i = 0; i < kRounds; ++i) {
-      ping.send(i);
-      pong.recv();
-    }
-    ping.close();
-    wg.done();
-  });
-  cf::go("ponger", [&] {
-    while (auto v = ping.recv()) pong.send(*v);
-    wg.done();
-  });
+  go_ping_pong(ping, pong, wg, [](int i) { return i < kRounds; });
   wg.wait();
   wait_until([&] { return sched().live() == 0; });
   EXPECT_EQ(read_file(path).find(R"("cat":"run")"), std::string::npos) << "rendered, not spooled";
