@@ -817,8 +817,15 @@ void render_chunk(const Chunk& c, std::string& text) {
       std::memcpy(&kind, p + offsetof(Head, kind), sizeof(kind));
     }
     // Not a record emit_record wrote (a spool read back wrong): nothing past it can be trusted.
-    if (size < (kind == Kind::kRun ? sizeof(RunRec) : sizeof(Head)) || size % 8 != 0 ||
-        size > c.used - at || kind > Kind::kRunQueue) {
+    std::size_t least = sizeof(Head);
+    if (kind == Kind::kRun && size >= sizeof(RunRec)) {
+      RunRec r;
+      std::memcpy(&r, p, sizeof(r));
+      least = sizeof(RunRec) + (r.has_wake != 0 ? sizeof(RunWake) : 0) + sizeof(CaseRec) * r.ncases;
+    } else if (kind == Kind::kRun) {
+      least = sizeof(RunRec);
+    }
+    if (size < least || size % 8 != 0 || size > c.used - at || kind > Kind::kRunQueue) {
       queue().write_failed = true;
       return;
     }
@@ -842,6 +849,14 @@ std::FILE* open_spool(const std::string& path) {
   std::FILE* f = ::fdopen(fd, "w+b");
   if (f == nullptr) ::close(fd);
   return f;
+}
+
+// A chunk was taken off the queue: room for a hand-off again (Queue, g_writer_behind). A load
+// first: the line stays shared while nothing changes.
+void note_queue_room() noexcept {
+  if (g_writer_behind.load(std::memory_order_relaxed)) {
+    g_writer_behind.store(false, std::memory_order_relaxed);
+  }
 }
 
 // Set while a recording spools and its spool is healthy: idle workers then spool queued chunks
@@ -943,10 +958,7 @@ void writer_main(std::FILE* f, std::string path, SpoolMode mode) {
       q.any_event = true;
       append_track_name(text, n.is_process, n.pid, n.tid, n.name);
     }
-    // Room for a buffer again (a load first: the line stays shared while nothing changes).
-    if (g_writer_behind.load(std::memory_order_relaxed)) {
-      g_writer_behind.store(false, std::memory_order_relaxed);
-    }
+    note_queue_room();
     if (spooling) {
       os::LockGuard gs(q.spool_mu);
       spill_chunk(q, spool, *c);
@@ -1054,9 +1066,7 @@ bool trace_spool_for_writer() noexcept {
   spool = q.spool;
   ++q.spooling_workers;
   q.mu.unlock();
-  if (g_writer_behind.load(std::memory_order_relaxed)) {
-    g_writer_behind.store(false, std::memory_order_relaxed);
-  }
+  note_queue_room();
   {
     os::LockGuard gs(q.spool_mu);
     spill_chunk(q, spool, *c);

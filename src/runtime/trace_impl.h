@@ -60,8 +60,8 @@ void trace_wake(Parker* p) noexcept;
 // c's buffered length changed (c's lock held): its counter.
 void trace_chan_counter(const ChanBase* c) noexcept;
 // Called by an idle worker (no task found) while trace_on(): spools one queued chunk of a
-// recording that spools, on the worker's own CPU (trace.cc). Whether it did. Never blocks on a
-// lock the recorders hold.
+// recording that spools, on the worker's own CPU (trace.cc). Whether it did. It takes the queue
+// only if no recorder holds it (try_lock), and waits for it only to give the chunk back.
 bool trace_spool_for_writer() noexcept;
 // Marks the calling thread as the timer thread (its wake-ups are "timer" ones, its track "timer").
 void trace_set_timer_thread() noexcept;
