@@ -651,9 +651,6 @@ Task* SchedulerImpl::find_work(Worker* w) {
         w->spinning = true;
         nspinning.fetch_add(1, std::memory_order_seq_cst);
       }
-      // A recording that spools: the spin copies a chunk for the trace's writer first, on this
-      // otherwise idle CPU (trace_impl.h), then looks for work again.
-      if (trace_on() && trace_spool_for_writer()) continue;
       bool found = false;
       for (int i = 0; i < kIdleSpins && !found; ++i) {
 #if defined(__x86_64__) || defined(__i386__)

@@ -250,16 +250,11 @@ struct Queue {
   // inter-processor interrupt on a VM) cost a recorder more than filling the chunk did.
   bool writer_idle CHANFLOW_GUARDED_BY(mu) = false;
   // The recording's spool, once the writer has fallen behind (writer_main); rendered and closed
-  // by stop(). Frames are written by the writer and by idle workers (trace_spool_for_writer),
-  // one at a time under spool_mu. A worker counts itself in spooling_workers when it takes a
-  // chunk off the queue and out when its frame is written: stop() takes the spool away and
-  // waits for that count to be 0 (under mu), so the spool it renders holds every chunk taken.
+  // by stop().
   std::FILE* spool CHANFLOW_GUARDED_BY(mu) = nullptr;
-  int spooling_workers CHANFLOW_GUARDED_BY(mu) = 0;
-  os::Mutex spool_mu;
-  std::size_t spool_bytes CHANFLOW_GUARDED_BY(spool_mu) = 0;  // its whole frames (spill_chunk)
-  bool spool_failed CHANFLOW_GUARDED_BY(spool_mu) = false;    // a write failed: spool no more
   // The writer thread's own (read by start/stop only before it starts or after it is joined).
+  std::size_t spool_bytes = 0;  // the spool's whole frames (spill_chunk)
+  bool spool_failed = false;    // a spool write failed: spool no more
   bool write_failed = false;
   bool any_event = false;  // whether an event was written (a comma is due before the next)
   std::string memory;      // the in-memory recording's text
@@ -859,14 +854,10 @@ void note_queue_room() noexcept {
   }
 }
 
-// Set while a recording spools and its spool is healthy: idle workers then spool queued chunks
-// (trace_spool_for_writer). A relaxed hint; Queue::spool under Queue::mu decides.
-std::atomic<bool> g_spooling{false};
-
 // Appends c to the spool as its byte and event counts and its records. A failed write (the disk
 // full) drops c's events (counted) and ends the spooling: the spool's bytes past spool_bytes are
 // not a whole frame, and the writer renders as it comes from then on.
-void spill_chunk(Queue& q, std::FILE* spool, const Chunk& c) CHANFLOW_REQUIRES(q.spool_mu) {
+void spill_chunk(Queue& q, std::FILE* spool, const Chunk& c) {
   const uint64_t counts[2] = {c.used, c.events};
   if (!q.spool_failed && std::fwrite(counts, sizeof(counts), 1, spool) == 1 &&
       std::fwrite(c.data.get(), 1, c.used, spool) == c.used) {
@@ -874,13 +865,12 @@ void spill_chunk(Queue& q, std::FILE* spool, const Chunk& c) CHANFLOW_REQUIRES(q
     return;
   }
   q.spool_failed = true;
-  g_spooling.store(false, std::memory_order_relaxed);
   g_dropped.fetch_add(c.events, std::memory_order_relaxed);
 }
 
 // Renders the spool's whole frames (Queue::spool_bytes) into f, after the streamed events
 // (stop(), once the writer is done).
-void render_spool(Queue& q, std::FILE* spool, std::FILE* f) CHANFLOW_REQUIRES(q.spool_mu) {
+void render_spool(Queue& q, std::FILE* spool, std::FILE* f) {
   if (std::fflush(spool) != 0 || std::fseek(spool, 0, SEEK_SET) != 0) {
     q.write_failed = true;
     return;
@@ -925,7 +915,6 @@ void writer_main(std::FILE* f, std::string path, SpoolMode mode) {
   for (;;) {
     std::unique_ptr<Chunk> c;
     std::vector<TrackName> names;
-    bool spooling = false;
     {
       os::LockGuard g(q.mu);
       // Lingers for more chunks before it asks to be notified of the next (Queue::writer_idle).
@@ -942,7 +931,6 @@ void writer_main(std::FILE* f, std::string path, SpoolMode mode) {
       names.swap(q.names);  // registered before c was handed over: c's events may use them
       fell_behind = fell_behind ||
                     (spool == nullptr && !no_spool && 2 * q.chunks.size() * kChunkBytes >= q.limit);
-      spooling = spool != nullptr && g_spooling.load(std::memory_order_relaxed);
     }
     if (fell_behind) {  // opened outside the lock: recorders hand off under it
       fell_behind = false;
@@ -950,9 +938,8 @@ void writer_main(std::FILE* f, std::string path, SpoolMode mode) {
       no_spool = spool == nullptr;
       os::LockGuard g(q.mu);
       q.spool = spool;
-      g_spooling.store(spool != nullptr, std::memory_order_relaxed);
-      spooling = spool != nullptr;
     }
+    const bool spooling = spool != nullptr && !q.spool_failed;
     for (const TrackName& n : names) {
       text += q.any_event ? ",\n" : "\n";
       q.any_event = true;
@@ -960,7 +947,6 @@ void writer_main(std::FILE* f, std::string path, SpoolMode mode) {
     }
     note_queue_room();
     if (spooling) {
-      os::LockGuard gs(q.spool_mu);
       spill_chunk(q, spool, *c);
     } else {
       render_chunk(*c, text);
@@ -1046,41 +1032,6 @@ ObjKind chan_obj(const ChanBase* c, uint64_t* obj) noexcept {
 }
 
 }  // namespace
-
-// An idle worker spools a queued chunk for the writer (trace_impl.h): while a recording spools,
-// the writer's work is a copy per chunk, and an idle worker that would spin anyway (the
-// scheduler's idle workers spin while another worker's runnext slot is busy) does it on its own
-// CPU, where the writer thread would take a CPU from a running worker.
-bool trace_spool_for_writer() noexcept {
-  if (!g_spooling.load(std::memory_order_relaxed)) return false;
-  Queue& q = queue();
-  std::unique_ptr<Chunk> c;
-  std::FILE* spool = nullptr;
-  if (!q.mu.try_lock()) return false;  // recorders are handing off: not worth waiting for
-  if (q.spool == nullptr || q.chunks.empty()) {
-    q.mu.unlock();
-    return false;
-  }
-  c = std::move(q.chunks.front());
-  q.chunks.pop_front();
-  spool = q.spool;
-  ++q.spooling_workers;
-  q.mu.unlock();
-  note_queue_room();
-  {
-    os::LockGuard gs(q.spool_mu);
-    spill_chunk(q, spool, *c);
-  }
-  c->used = 0;
-  c->events = 0;
-  os::LockGuard g(q.mu);
-  try {
-    if (q.free.size() < kMaxFreeChunks) q.free.push_back(std::move(c));
-  } catch (...) {
-  }
-  if (--q.spooling_workers == 0) q.cv.notify_all();
-  return true;
-}
 
 // A worker samples the run-queue length at most this often (ns).
 constexpr int64_t kRunQueueSampleNs = 1000;
@@ -1525,11 +1476,8 @@ bool stop_locked() CHANFLOW_REQUIRES(detail::g_session_mu) {
   {
     os::LockGuard g(q.mu);
     std::swap(spool, q.spool);
-    g_spooling.store(false, std::memory_order_relaxed);
-    while (q.spooling_workers != 0) q.cv.wait(q.mu);  // their frames are in it (Queue::spool)
   }
   if (spool != nullptr) {
-    os::LockGuard gs(q.spool_mu);
     render_spool(q, spool, g_file);
     std::fclose(spool);
   }
@@ -1613,11 +1561,8 @@ void start(const Options& options) {
   g_last_doc->clear();
   Queue& q = queue();
   q.memory.clear();
-  {
-    os::LockGuard gs(q.spool_mu);
-    q.spool_bytes = 0;
-    q.spool_failed = false;
-  }
+  q.spool_bytes = 0;
+  q.spool_failed = false;
   q.write_failed = false;
   q.any_event = false;
   {

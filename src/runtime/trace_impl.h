@@ -59,10 +59,6 @@ void trace_run_end(Worker* w, Task* t, RunEnd end) noexcept;
 void trace_wake(Parker* p) noexcept;
 // c's buffered length changed (c's lock held): its counter.
 void trace_chan_counter(const ChanBase* c) noexcept;
-// Called by an idle worker (no task found) while trace_on(): spools one queued chunk of a
-// recording that spools, on the worker's own CPU (trace.cc). Whether it did. It takes the queue
-// only if no recorder holds it (try_lock), and waits for it only to give the chunk back.
-bool trace_spool_for_writer() noexcept;
 // Marks the calling thread as the timer thread (its wake-ups are "timer" ones, its track "timer").
 void trace_set_timer_thread() noexcept;
 // OS threads the recording owns (its writer): 0 or 1 (the deadlock condition counts them).
