@@ -47,6 +47,39 @@ alignas(64) std::atomic<bool> g_trace_enabled{false};
 
 namespace {
 
+// The TSC scale for record_ns(), published by the trace clock's calibration (trace::now_ns);
+// zero until then, or where the trace clock is not the TSC.
+struct TscScale {
+  std::atomic<uint64_t> mult{0};  // ns per tick, times 2^32
+  std::atomic<uint64_t> base_tick{0};
+  std::atomic<int64_t> base_ns{0};
+};
+alignas(64) TscScale g_tsc;
+
+}  // namespace
+
+// A reading of the trace clock (trace::now_ns, which calibrates it first): inline on the
+// recording paths, which run only after start() calibrated it. The steady clock until then, or
+// where the trace clock is not the TSC.
+inline int64_t record_ns() noexcept {
+#if defined(__x86_64__)
+  // Acquire: a non-zero scale comes with its base (a plain load on x86-64).
+  const uint64_t mult = g_tsc.mult.load(std::memory_order_acquire);
+  if (mult != 0) {
+    __extension__ typedef __int128 Int128;
+    // Signed: a reading taken on another CPU just before calibration may precede base_tick.
+    const auto d = static_cast<Int128>(
+        static_cast<int64_t>(__rdtsc() - g_tsc.base_tick.load(std::memory_order_relaxed)));
+    return g_tsc.base_ns.load(std::memory_order_relaxed) + static_cast<int64_t>((d * mult) >> 32);
+  }
+#endif
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+namespace {
+
 // ---- records ---------------------------------------------------------------------------------
 
 // What a record renders as. The generic kinds carry their strings (cat, name, args); the
@@ -1110,7 +1143,7 @@ void trace_wake(Parker* p) noexcept {
         here != nullptr && here->trace_track.tid != 0 ? here->trace_track : here_track();
     const Task* waker = here != nullptr ? here->current : nullptr;
     TraceWake& wk = t->trace_wake;
-    wk.ns = trace::now_ns();
+    wk.ns = record_ns();
     wk.obj = obj;
     wk.by_g = waker != nullptr ? waker->id : 0;
     wk.tid = tr.tid;
@@ -1122,7 +1155,7 @@ void trace_wake(Parker* p) noexcept {
 
 void trace_run_begin(Worker* w, Task* t) noexcept {
   try {
-    const int64_t now = w->trace_switch_ns != 0 ? w->trace_switch_ns : trace::now_ns();
+    const int64_t now = w->trace_switch_ns != 0 ? w->trace_switch_ns : record_ns();
     t->trace_run_ns = now;
     if (w->trace_track.tid == 0) {
       w->trace_track = trace::thread(runtime_pid(), "worker " + std::to_string(w->index));
@@ -1157,7 +1190,7 @@ void trace_run_begin(Worker* w, Task* t) noexcept {
 }
 
 void trace_run_end(Worker* w, Task* t, RunEnd end) noexcept {
-  const int64_t now = trace::now_ns();
+  const int64_t now = record_ns();
   w->trace_switch_ns = now;
   const int64_t start = g_start_ns.load(std::memory_order_relaxed);
   const int64_t began = t->trace_run_ns;
@@ -1327,7 +1360,8 @@ int64_t steady_ns() noexcept {
 // reads the clock twice. The scale is measured once against the steady clock over
 // kCalibrationTime (its error, a few ppm, scales durations, never orders them); the offset
 // makes a reading agree with the steady clock at calibration. Elsewhere, or with
-// CHANFLOW_TRACE_CLOCK=steady, it is the steady clock.
+// CHANFLOW_TRACE_CLOCK=steady, it is the steady clock. The calibration is published in
+// detail::g_tsc, which detail::record_ns() reads.
 struct TraceClock {
   bool tsc = false;
   uint64_t base_tick = 0;
@@ -1336,7 +1370,6 @@ struct TraceClock {
 };
 constexpr auto kCalibrationTime = std::chrono::milliseconds(20);
 // GCC's and Clang's 128-bit integers (the scaling's product needs more than 64 bits).
-__extension__ typedef __int128 Int128;
 __extension__ typedef unsigned __int128 UInt128;
 
 #if defined(__x86_64__)
@@ -1385,22 +1418,23 @@ TraceClock calibrate() {
 }
 
 const TraceClock& trace_clock() {
-  static const TraceClock kClock = calibrate();
+  static const TraceClock kClock = [] {
+    const TraceClock c = calibrate();
+    if (c.tsc) {
+      detail::g_tsc.base_tick.store(c.base_tick, std::memory_order_relaxed);
+      detail::g_tsc.base_ns.store(c.base_ns, std::memory_order_relaxed);
+      detail::g_tsc.mult.store(c.mult, std::memory_order_release);  // publishes the base
+    }
+    return c;
+  }();
   return kClock;
 }
 
 }  // namespace
 
 int64_t now_ns() noexcept {
-#if defined(__x86_64__)
-  const TraceClock& c = trace_clock();
-  if (c.tsc) {
-    // Signed: a reading taken on another CPU just before calibration may precede base_tick.
-    const auto d = static_cast<Int128>(static_cast<int64_t>(__rdtsc() - c.base_tick));
-    return c.base_ns + static_cast<int64_t>((d * c.mult) >> 32);
-  }
-#endif
-  return steady_ns();
+  (void)trace_clock();  // calibrated once
+  return detail::record_ns();
 }
 
 uint32_t process(std::string_view name) {
