@@ -94,7 +94,9 @@ enum class Kind : uint8_t {
   kGo,         // s: gname; n1 g, n2 parent
   kChan,       // n0 len, n1 cap, n2 the channel's trace id
   kRunQueue,   // n0 runnable
+  kShortRun,   // a ShortRun, not a Head (below)
 };
+constexpr Kind kLastKind = Kind::kShortRun;
 
 // What a parked green thread waits on, and what woke one (the file's "kind" and "by" strings).
 enum class WaitKind : uint8_t {
@@ -142,7 +144,8 @@ static_assert(sizeof(Head) % 8 == 0);
 // it has. Its tracks are the runtime process's (a worker's lane, the waker's track). The green
 // thread's name is registered once per recording (gthread_names), not copied into each slice.
 // With a wake (has_wake) the wake flow's fields follow as a RunWake; then a select's cases as
-// CaseRecs.
+// CaseRecs. This wide form is for slices whose numbers do not fit a ShortRun (below): an address
+// as what it waits on, a slice over 4 s.
 struct RunRec {
   uint32_t size;
   Kind kind;  // kRun
@@ -169,6 +172,34 @@ struct RunWake {
   uint64_t by_g;
 };
 static_assert(sizeof(RunWake) % 8 == 0);
+// A run slice whose numbers fit in 32 bits (16 for tracks), as nearly all do: the common form,
+// 32 bytes and 48 with its wake, against RunRec's 56 and 80 (the writer copies every byte).
+// Same meaning as RunRec's fields; its wake is a ShortWake, then its cases as CaseRecs.
+struct ShortRun {
+  uint32_t size;
+  Kind kind;  // kShortRun
+  uint8_t end;
+  uint8_t wait;
+  uint8_t ncases;
+  int64_t ts;
+  uint32_t dur;
+  uint32_t g;
+  uint32_t wait_obj;
+  uint16_t tid;
+  ObjKind wait_obj_kind;
+  uint8_t has_wake;
+};
+static_assert(sizeof(ShortRun) == 32 && offsetof(ShortRun, size) == offsetof(Head, size) &&
+              offsetof(ShortRun, kind) == offsetof(Head, kind));
+struct ShortWake {
+  uint32_t lead;  // the slice's ts minus the wake's
+  uint32_t obj;
+  uint32_t by_g;
+  uint16_t tid;
+  uint8_t by;
+  ObjKind obj_kind;
+};
+static_assert(sizeof(ShortWake) == 16);
 struct CaseRec {
   uint64_t obj;
   WaitKind kind;
@@ -730,6 +761,32 @@ void render(const unsigned char* p, std::string& out) {
     render_run(*r, wake, reinterpret_cast<const CaseRec*>(q), out);
     return;
   }
+  if (kind == Kind::kShortRun) {
+    const auto* sr = reinterpret_cast<const ShortRun*>(p);
+    RunRec r{};
+    r.end = sr->end;
+    r.wait = sr->wait;
+    r.ncases = sr->ncases;
+    r.tid = sr->tid;
+    r.ts = sr->ts;
+    r.dur = sr->dur;
+    r.g = sr->g;
+    r.wait_obj = sr->wait_obj;
+    r.wait_obj_kind = sr->wait_obj_kind;
+    const unsigned char* q = p + sizeof(ShortRun);
+    RunWake wake{};
+    if (sr->has_wake != 0) {
+      const auto* sw = reinterpret_cast<const ShortWake*>(q);
+      r.has_wake = 1;
+      r.wake_tid = sw->tid;
+      r.wake_by = sw->by;
+      r.wake_obj_kind = sw->obj_kind;
+      wake = {sr->ts - static_cast<int64_t>(sw->lead), sw->obj, sw->by_g};
+      q += sizeof(ShortWake);
+    }
+    render_run(r, sr->has_wake != 0 ? &wake : nullptr, reinterpret_cast<const CaseRec*>(q), out);
+    return;
+  }
   Head h;
   std::memcpy(&h, p, sizeof(Head));
   const unsigned char* q = p + sizeof(Head);
@@ -784,6 +841,7 @@ void render(const unsigned char* p, std::string& out) {
       append_int(out, h.n[0]);
       break;
     case Kind::kRun:  // above
+    case Kind::kShortRun:
       return;
     case Kind::kGo:
       out += "{\"cat\":\"gthread\",\"name\":\"go\",\"s\":\"t\",";
@@ -852,8 +910,15 @@ void render_chunk(const Chunk& c, std::string& text) {
       least = sizeof(RunRec) + (r.has_wake != 0 ? sizeof(RunWake) : 0) + sizeof(CaseRec) * r.ncases;
     } else if (kind == Kind::kRun) {
       least = sizeof(RunRec);
+    } else if (kind == Kind::kShortRun && size >= sizeof(ShortRun)) {
+      ShortRun r;
+      std::memcpy(&r, p, sizeof(r));
+      least =
+          sizeof(ShortRun) + (r.has_wake != 0 ? sizeof(ShortWake) : 0) + sizeof(CaseRec) * r.ncases;
+    } else if (kind == Kind::kShortRun) {
+      least = sizeof(ShortRun);
     }
-    if (size < least || size % 8 != 0 || size > c.used - at || kind > Kind::kRunQueue) {
+    if (size < least || size % 8 != 0 || size > c.used - at || kind > kLastKind) {
       queue().write_failed = true;
       return;
     }
@@ -1207,19 +1272,57 @@ void trace_run_end(Worker* w, Task* t, RunEnd end) noexcept {
   const bool parked = end == RunEnd::kPark;
   const bool select = parked && p.reason == WaitReason::kSelect;
   const std::size_t ncases = select ? std::min<std::size_t>(p.nwaiters, kMaxCases) : 0;
+  WaitKind wait = WaitKind::kOther;
+  ObjKind wait_obj_kind = ObjKind::kNone;
+  uint64_t wait_obj = 0;
+  if (parked) {
+    switch (p.reason) {
+      case WaitReason::kChanSend:
+      case WaitReason::kChanRecv: {
+        const auto* c = static_cast<const ChanBase*>(p.wait_obj);
+        wait = chan_wait_kind(c, p.reason == WaitReason::kChanSend);
+        wait_obj_kind = chan_obj(c, &wait_obj);
+        break;
+      }
+      case WaitReason::kSelect:
+        wait = WaitKind::kSelect;
+        wait_obj_kind = ObjKind::kSelect;
+        break;
+      case WaitReason::kNilChan:
+        wait_obj_kind = ObjKind::kNilChan;
+        break;
+      case WaitReason::kSleep:
+        wait = WaitKind::kTimer;
+        wait_obj_kind = ObjKind::kSleep;
+        break;
+      case WaitReason::kMutex:
+        wait = WaitKind::kMutex;
+        break;
+      case WaitReason::kWaitGroup:
+        wait = WaitKind::kWaitGroup;
+        break;
+      default:
+        break;
+    }
+    if (wait_obj_kind == ObjKind::kNone) {
+      wait_obj_kind = ObjKind::kAddr;
+      wait_obj = reinterpret_cast<std::uintptr_t>(p.wait_obj);
+    }
+  }
+  const TraceWake& wk = t->trace_run_wake;
+  const int64_t dur = now - began;
+  const int64_t lead = woken ? began - wk.ns : 0;
+  const uint32_t tid = w->trace_track.tid;
+  // The short form when every number fits it (ShortRun), as nearly all do.
+  const bool fits = t->id <= UINT32_MAX && dur >= 0 && dur <= UINT32_MAX &&
+                    wait_obj <= UINT32_MAX && tid <= UINT16_MAX &&
+                    (!woken || (lead >= 0 && lead <= UINT32_MAX && wk.obj <= UINT32_MAX &&
+                                wk.by_g <= UINT32_MAX && wk.tid <= UINT16_MAX));
   const std::size_t size =
-      sizeof(RunRec) + (woken ? sizeof(RunWake) : 0) + sizeof(CaseRec) * ncases;
+      fits ? sizeof(ShortRun) + (woken ? sizeof(ShortWake) : 0) + sizeof(CaseRec) * ncases
+           : sizeof(RunRec) + (woken ? sizeof(RunWake) : 0) + sizeof(CaseRec) * ncases;
   // The slice, and the wake flow's start and end when a wake started it.
   emit_record(size, woken ? 3 : 1, [&](unsigned char* rec) {
-    auto* r = new (rec) RunRec{};
-    r->size = static_cast<uint32_t>(size);
-    r->kind = Kind::kRun;
-    r->end = static_cast<uint8_t>(end);
-    r->ncases = static_cast<uint8_t>(ncases);
-    r->tid = w->trace_track.tid;
-    r->ts = began;
-    r->dur = now - began;
-    r->g = t->id;
     // Its name, once per recording, with a record that is kept (unnamed ones render as
     // "#<g>"): registered before the record is published, so before the writer sees it.
     if (!t->name.empty()) {
@@ -1236,59 +1339,60 @@ void trace_run_end(Worker* w, Task* t, RunEnd end) noexcept {
         }
       }
     }
-    unsigned char* q = rec + sizeof(RunRec);
-    if (woken) {
-      const TraceWake& wk = t->trace_run_wake;
-      r->has_wake = 1;
-      r->wake_tid = wk.tid;
-      r->wake_by = wk.by;
-      r->wake_obj_kind = wk.obj_kind;
-      new (q) RunWake{wk.ns, wk.obj, wk.by_g};
-      q += sizeof(RunWake);
+    unsigned char* q;
+    if (fits) {
+      auto* r = new (rec) ShortRun{};
+      r->size = static_cast<uint32_t>(size);
+      r->kind = Kind::kShortRun;
+      r->end = static_cast<uint8_t>(end);
+      r->wait = static_cast<uint8_t>(wait);
+      r->ncases = static_cast<uint8_t>(ncases);
+      r->ts = began;
+      r->dur = static_cast<uint32_t>(dur);
+      r->g = static_cast<uint32_t>(t->id);
+      r->wait_obj = static_cast<uint32_t>(wait_obj);
+      r->tid = static_cast<uint16_t>(tid);
+      r->wait_obj_kind = wait_obj_kind;
+      r->has_wake = woken ? 1 : 0;
+      q = rec + sizeof(ShortRun);
+      if (woken) {
+        new (q) ShortWake{static_cast<uint32_t>(lead),
+                          static_cast<uint32_t>(wk.obj),
+                          static_cast<uint32_t>(wk.by_g),
+                          static_cast<uint16_t>(wk.tid),
+                          wk.by,
+                          wk.obj_kind};
+        q += sizeof(ShortWake);
+      }
+    } else {
+      auto* r = new (rec) RunRec{};
+      r->size = static_cast<uint32_t>(size);
+      r->kind = Kind::kRun;
+      r->end = static_cast<uint8_t>(end);
+      r->wait = static_cast<uint8_t>(wait);
+      r->ncases = static_cast<uint8_t>(ncases);
+      r->tid = tid;
+      r->ts = began;
+      r->dur = dur;
+      r->g = t->id;
+      r->wait_obj = wait_obj;
+      r->wait_obj_kind = wait_obj_kind;
+      q = rec + sizeof(RunRec);
+      if (woken) {
+        r->has_wake = 1;
+        r->wake_tid = wk.tid;
+        r->wake_by = wk.by;
+        r->wake_obj_kind = wk.obj_kind;
+        new (q) RunWake{wk.ns, wk.obj, wk.by_g};
+        q += sizeof(RunWake);
+      }
     }
-    if (parked) {
-      WaitKind k = WaitKind::kOther;
-      switch (p.reason) {
-        case WaitReason::kChanSend:
-        case WaitReason::kChanRecv: {
-          const auto* c = static_cast<const ChanBase*>(p.wait_obj);
-          k = chan_wait_kind(c, p.reason == WaitReason::kChanSend);
-          r->wait_obj_kind = chan_obj(c, &r->wait_obj);
-          break;
-        }
-        case WaitReason::kSelect: {
-          k = WaitKind::kSelect;
-          r->wait_obj_kind = ObjKind::kSelect;
-          auto* cases = reinterpret_cast<CaseRec*>(q);
-          for (std::size_t i = 0; i < ncases; ++i) {
-            const Waiter& wt = p.waiters[i];
-            auto* c = new (cases + i) CaseRec{};
-            c->kind = chan_wait_kind(wt.chan, wt.is_send);
-            c->obj_kind = chan_obj(wt.chan, &c->obj);
-          }
-          break;
-        }
-        case WaitReason::kNilChan:
-          r->wait_obj_kind = ObjKind::kNilChan;
-          break;
-        case WaitReason::kSleep:
-          k = WaitKind::kTimer;
-          r->wait_obj_kind = ObjKind::kSleep;
-          break;
-        case WaitReason::kMutex:
-          k = WaitKind::kMutex;
-          break;
-        case WaitReason::kWaitGroup:
-          k = WaitKind::kWaitGroup;
-          break;
-        default:
-          break;
-      }
-      if (r->wait_obj_kind == ObjKind::kNone) {
-        r->wait_obj_kind = ObjKind::kAddr;
-        r->wait_obj = reinterpret_cast<std::uintptr_t>(p.wait_obj);
-      }
-      r->wait = static_cast<uint8_t>(k);
+    auto* cases = reinterpret_cast<CaseRec*>(q);
+    for (std::size_t i = 0; i < ncases; ++i) {
+      const Waiter& wt = p.waiters[i];
+      auto* c = new (cases + i) CaseRec{};
+      c->kind = chan_wait_kind(wt.chan, wt.is_send);
+      c->obj_kind = chan_obj(wt.chan, &c->obj);
     }
   });
   t->trace_run_wake.ns = 0;
