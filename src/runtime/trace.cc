@@ -331,6 +331,15 @@ struct Queue {
   std::unordered_map<uint64_t, std::string> unnamed_chans;
   std::unordered_map<uint64_t, std::string> unnamed_gs;
   uint64_t unnamed_version = 0;
+  // The last label met per slot (id modulo its size), of green threads [1] and channels [0]: a
+  // hash lookup costs more than rendering the rest of a slice. It points into the maps above:
+  // cleared with them (start(), and the unnamed ones on a new name).
+  struct LabelSlot {
+    uint64_t id = 0;
+    const std::string* label = nullptr;
+  };
+  static constexpr std::size_t kLabelSlots = 64;
+  std::array<std::array<LabelSlot, kLabelSlots>, 2> recent{};
   uint32_t runtime_pid = 0;  // the run records' process
 };
 Queue& queue() {
@@ -534,6 +543,13 @@ std::unordered_map<uint64_t, std::string>& gthread_names() CHANFLOW_REQUIRES(g_n
 // The writer renders with std::to_chars and a direct escape, not snprintf and a JSON library: it
 // must keep up with recorders producing millions of events a second (docs/runtime.md, "Tracing").
 
+// Appends a string literal: its length is known here (std::string's operator+= of a char pointer
+// measures it at run time, for every piece of every event).
+template <std::size_t N>
+void put(std::string& out, const char (&s)[N]) {
+  out.append(s, N - 1);
+}
+
 void append_string(std::string& out, std::string_view s) {
   bool plain = true;
   for (const char c : s) {
@@ -584,13 +600,13 @@ int64_t rel_ns(int64_t ns) { return ns - g_start_ns.load(std::memory_order_relax
 
 // ,"ph":"X","ts":..,"pid":..,"tid":..
 void append_common(std::string& out, const Head& h, const char* ph) {
-  out += "\"ph\":\"";
+  put(out, "\"ph\":\"");
   out += ph;
-  out += "\",\"ts\":";
+  put(out, "\",\"ts\":");
   append_us(out, rel_ns(h.ts));
-  out += ",\"pid\":";
+  put(out, ",\"pid\":");
   append_int(out, h.pid);
-  out += ",\"tid\":";
+  put(out, ",\"tid\":");
   append_int(out, h.tid);
 }
 
@@ -604,24 +620,14 @@ void append_track_name(std::string& out, bool is_process, uint32_t pid, uint32_t
                   tid);
   }
   append_string(out, name);
-  out += "}}";
+  put(out, "}}");
 }
 
-// The label of a channel's trace id or a green thread's g, as a JSON string: its registered
-// name, else "#<id>". Cached per recording: a registered name stays; an unnamed label stays while
-// no name was registered since (g_names_version), so a record costs no lock once its labels are
-// known.
-const std::string& label_of(uint64_t id, bool is_g) {
-  Queue& q = queue();
+// label_of's lookup past its recent slots (Queue::recent).
+const std::string& find_label(Queue& q, uint64_t id, bool is_g) {
   auto& named = is_g ? q.gnames : q.chan_labels;
   if (const auto it = named.find(id); it != named.end()) return it->second;
   auto& unnamed = is_g ? q.unnamed_gs : q.unnamed_chans;
-  const uint64_t version = g_names_version.load(std::memory_order_relaxed);
-  if (version != q.unnamed_version) {
-    q.unnamed_chans.clear();
-    q.unnamed_gs.clear();
-    q.unnamed_version = version;
-  }
   if (const auto it = unnamed.find(id); it != unnamed.end()) return it->second;
   std::string label;
   {
@@ -634,13 +640,33 @@ const std::string& label_of(uint64_t id, bool is_g) {
   return unnamed.emplace(id, std::move(label)).first->second;
 }
 
+// The label of a channel's trace id or a green thread's g, as a JSON string: its registered
+// name, else "#<id>". Cached per recording: a registered name stays; an unnamed label stays while
+// no name was registered since (g_names_version), so a record costs no lock once its labels are
+// known.
+const std::string& label_of(uint64_t id, bool is_g) {
+  Queue& q = queue();
+  const uint64_t version = g_names_version.load(std::memory_order_relaxed);
+  if (version != q.unnamed_version) {
+    q.unnamed_chans.clear();
+    q.unnamed_gs.clear();
+    q.recent = {};
+    q.unnamed_version = version;
+  }
+  Queue::LabelSlot& slot = q.recent[is_g ? 1 : 0][id % Queue::kLabelSlots];
+  if (slot.label != nullptr && slot.id == id) return *slot.label;
+  const std::string& label = find_label(q, id, is_g);
+  slot = {id, &label};
+  return label;
+}
+
 // An object's label, as a JSON string: a channel's registered name or "#<id>", an address
 // "#0x...", or a fixed label.
 void append_obj(std::string& out, ObjKind kind, uint64_t obj) {
   char buf[32];
   switch (kind) {
     case ObjKind::kNone:
-      out += "\"\"";
+      put(out, "\"\"");
       return;
     case ObjKind::kChan:
       out += label_of(obj, /*is_g=*/false);
@@ -652,16 +678,16 @@ void append_obj(std::string& out, ObjKind kind, uint64_t obj) {
       return;
     }
     case ObjKind::kSelect:
-      out += "\"select\"";
+      put(out, "\"select\"");
       return;
     case ObjKind::kSleep:
-      out += "\"sleep\"";
+      put(out, "\"sleep\"");
       return;
     case ObjKind::kNilChan:
-      out += "\"nil chan\"";
+      put(out, "\"nil chan\"");
       return;
   }
-  out += "\"\"";
+  put(out, "\"\"");
 }
 
 // A green thread's name as a JSON string: its own, or "#<g>" (recorders leave it empty).
@@ -670,7 +696,7 @@ void append_gname(std::string& out, std::string_view name, int64_t g) {
     append_string(out, name);
     return;
   }
-  out += "\"#";
+  put(out, "\"#");
   append_int(out, g);
   out += '"';
 }
@@ -690,28 +716,29 @@ void append_run_common(std::string& out, const char* ph, int64_t ts, uint32_t ti
 // A run record: its slice, and when a wake started it, the wake flow (its start on the waker's
 // track at the wake's time, its end at the slice's start).
 void render_run(const RunRec& r, const RunWake* wake, const CaseRec* cases, std::string& out) {
-  out += "{\"cat\":\"run\",\"name\":";
+  put(out, "{\"cat\":\"run\",\"name\":");
   append_registered_gname(out, r.g);
   out += ',';
   append_run_common(out, "X", r.ts, r.tid);
-  out += ",\"dur\":";
+  put(out, ",\"dur\":");
   append_us(out, r.dur);
-  out += ",\"args\":{\"g\":";
+  put(out, ",\"args\":{\"g\":");
   append_int(out, static_cast<int64_t>(r.g));
-  out += ",\"end\":\"";
+  put(out, ",\"end\":\"");
   out += kRunEndNames[r.end];
   out += '"';
   if (static_cast<RunEnd>(r.end) == RunEnd::kPark) {
-    out += ",\"wait\":{\"kind\":\"";
+    put(out, ",\"wait\":{\"kind\":\"");
     out += kWaitKindNames[r.wait];
-    out += "\",\"obj\":";
+    put(out, "\",\"obj\":");
     append_obj(out, r.wait_obj_kind, r.wait_obj);
     if (static_cast<WaitKind>(r.wait) == WaitKind::kSelect) {
-      out += ",\"cases\":[";
+      put(out, ",\"cases\":[");
       for (std::size_t i = 0; i < r.ncases; ++i) {
-        out += i == 0 ? "{\"kind\":\"" : ",{\"kind\":\"";
+        if (i != 0) out += ',';
+        put(out, "{\"kind\":\"");
         out += kWaitKindNames[static_cast<uint8_t>(cases[i].kind)];
-        out += "\",\"obj\":";
+        put(out, "\",\"obj\":");
         append_obj(out, cases[i].obj_kind, cases[i].obj);
         out += '}';
       }
@@ -719,28 +746,28 @@ void render_run(const RunRec& r, const RunWake* wake, const CaseRec* cases, std:
     }
     out += '}';
   }
-  out += "}}";
+  put(out, "}}");
   if (wake == nullptr) return;
   const uint64_t id = g_next_flow.fetch_add(1, std::memory_order_relaxed);
-  out += ",\n{\"cat\":\"wake\",\"name\":\"wake\",";
+  put(out, ",\n{\"cat\":\"wake\",\"name\":\"wake\",");
   append_run_common(out, "s", wake->ns, r.wake_tid);
-  out += ",\"id\":";
+  put(out, ",\"id\":");
   append_int(out, static_cast<int64_t>(id));
-  out += ",\"args\":{\"g\":";
+  put(out, ",\"args\":{\"g\":");
   append_int(out, static_cast<int64_t>(r.g));
-  out += ",\"by\":\"";
+  put(out, ",\"by\":\"");
   out += kByNames[r.wake_by];
-  out += "\",\"by_g\":";
+  put(out, "\",\"by_g\":");
   append_int(out, static_cast<int64_t>(wake->by_g));
-  out += ",\"obj\":";
+  put(out, ",\"obj\":");
   if (static_cast<By>(r.wake_by) == By::kSpawn) {
     append_registered_gname(out, r.g);  // its own name
   } else {
     append_obj(out, r.wake_obj_kind, wake->obj);
   }
-  out += "}},\n{\"cat\":\"wake\",\"name\":\"wake\",";
+  put(out, "}},\n{\"cat\":\"wake\",\"name\":\"wake\",");
   append_run_common(out, "f", r.ts, r.tid);
-  out += ",\"bp\":\"e\",\"id\":";
+  put(out, ",\"bp\":\"e\",\"id\":");
   append_int(out, static_cast<int64_t>(id));
   out += '}';
 }
@@ -798,29 +825,29 @@ void render(const unsigned char* p, std::string& out) {
     q += sizeof(len) + len;
   }
   auto generic = [&](const char* ph) {
-    out += "{\"cat\":";
+    put(out, "{\"cat\":");
     append_string(out, s[0]);
-    out += ",\"name\":";
+    put(out, ",\"name\":");
     append_string(out, s[1]);
     out += ',';
     append_common(out, h, ph);
   };
   auto args = [&](std::string_view a) {
     if (!a.empty()) {
-      out += ",\"args\":";
+      put(out, ",\"args\":");
       out += a;
     }
   };
   switch (h.kind) {
     case Kind::kSlice:
       generic("X");
-      out += ",\"dur\":";
+      put(out, ",\"dur\":");
       append_us(out, h.n[0]);
       args(s[2]);
       break;
     case Kind::kInstant:
       generic("i");
-      out += ",\"s\":\"";
+      put(out, ",\"s\":\"");
       out += static_cast<char>(h.sub);
       out += '"';
       args(s[2]);
@@ -831,50 +858,50 @@ void render(const unsigned char* p, std::string& out) {
       break;
     case Kind::kFlowBegin:
       generic("s");
-      out += ",\"id\":";
+      put(out, ",\"id\":");
       append_int(out, h.n[0]);
       args(s[2]);
       break;
     case Kind::kFlowEnd:
       generic("f");
-      out += ",\"bp\":\"e\",\"id\":";
+      put(out, ",\"bp\":\"e\",\"id\":");
       append_int(out, h.n[0]);
       break;
     case Kind::kRun:  // above
     case Kind::kShortRun:
       return;
     case Kind::kGo:
-      out += "{\"cat\":\"gthread\",\"name\":\"go\",\"s\":\"t\",";
+      put(out, "{\"cat\":\"gthread\",\"name\":\"go\",\"s\":\"t\",");
       append_common(out, h, "i");
-      out += ",\"args\":{\"g\":";
+      put(out, ",\"args\":{\"g\":");
       append_int(out, h.n[1]);
-      out += ",\"gname\":";
+      put(out, ",\"gname\":");
       append_gname(out, s[0], h.n[1]);
-      out += ",\"parent\":";
+      put(out, ",\"parent\":");
       append_int(out, h.n[2]);
-      out += "}}";
+      put(out, "}}");
       return;
     case Kind::kChan: {
       std::string label;
       append_obj(label, ObjKind::kChan, static_cast<uint64_t>(h.n[2]));
       // label is a JSON string; the counter's name is "chan <label>".
-      out += "{\"cat\":\"chan\",\"name\":\"chan ";
+      put(out, "{\"cat\":\"chan\",\"name\":\"chan ");
       out.append(label, 1, std::string::npos);
       out += ',';
       append_common(out, h, "C");
-      out += ",\"args\":{\"len\":";
+      put(out, ",\"args\":{\"len\":");
       append_int(out, h.n[0]);
-      out += ",\"cap\":";
+      put(out, ",\"cap\":");
       append_int(out, h.n[1]);
-      out += "}}";
+      put(out, "}}");
       return;
     }
     case Kind::kRunQueue:
-      out += "{\"cat\":\"sched\",\"name\":\"run queue\",";
+      put(out, "{\"cat\":\"sched\",\"name\":\"run queue\",");
       append_common(out, h, "C");
-      out += ",\"args\":{\"runnable\":";
+      put(out, ",\"args\":{\"runnable\":");
       append_int(out, h.n[0]);
-      out += "}}";
+      put(out, "}}");
       return;
   }
   out += '}';
@@ -894,6 +921,7 @@ void write_text(std::FILE* f, std::string& text) {
 }
 
 void render_chunk(const Chunk& c, std::string& text) {
+  Queue& q = queue();
   for (std::size_t at = 0; at < c.used;) {
     const unsigned char* p = c.data.get() + at;
     uint32_t size = 0;
@@ -919,11 +947,15 @@ void render_chunk(const Chunk& c, std::string& text) {
       least = sizeof(ShortRun);
     }
     if (size < least || size % 8 != 0 || size > c.used - at || kind > kLastKind) {
-      queue().write_failed = true;
+      q.write_failed = true;
       return;
     }
-    text += queue().any_event ? ",\n" : "\n";
-    queue().any_event = true;
+    if (q.any_event) {
+      put(text, ",\n");
+    } else {
+      put(text, "\n");
+    }
+    q.any_event = true;
     render(p, text);
     at += size;
   }
@@ -1728,6 +1760,7 @@ void start(const Options& options) {
   q.gnames.clear();
   q.unnamed_chans.clear();
   q.unnamed_gs.clear();
+  q.recent = {};
   q.runtime_pid = runtime_pid();
   g_max_events.store(options.max_events, std::memory_order_relaxed);
   g_reserved.store(0, std::memory_order_relaxed);
