@@ -569,26 +569,6 @@ void append_string(std::string& out, std::string_view s) {
   out += nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-void append_int(std::string& out, int64_t v) {
-  char buf[24];
-  const auto r = std::to_chars(buf, buf + sizeof(buf), v);
-  out.append(buf, r.ptr);
-}
-
-// Nanoseconds as microseconds with three decimals ("12.345", "-0.007").
-void append_us(std::string& out, int64_t ns) {
-  if (ns < 0) {
-    out += '-';
-    ns = -ns;
-  }
-  append_int(out, ns / 1000);
-  const auto frac = static_cast<int>(ns % 1000);
-  const char digits[4] = {'.', static_cast<char>('0' + frac / 100),
-                          static_cast<char>('0' + frac / 10 % 10),
-                          static_cast<char>('0' + frac % 10)};
-  out.append(digits, 4);
-}
-
 template <class... A>
 void append_format(std::string& out, const char* format, A... args) {
   char buf[256];
@@ -598,16 +578,92 @@ void append_format(std::string& out, const char* format, A... args) {
 
 int64_t rel_ns(int64_t ns) { return ns - g_start_ns.load(std::memory_order_relaxed); }
 
-// ,"ph":"X","ts":..,"pid":..,"tid":..
-void append_common(std::string& out, const Head& h, const char* ph) {
-  put(out, "\"ph\":\"");
-  out += ph;
-  put(out, "\",\"ts\":");
-  append_us(out, rel_ns(h.ts));
-  put(out, ",\"pid\":");
-  append_int(out, h.pid);
-  put(out, ",\"tid\":");
-  append_int(out, h.tid);
+// Text built in a stack buffer and appended to `out` a piece at a time, not a field at a time:
+// a std::string append per field (a call, a capacity check, a copy) cost more than formatting
+// the field. Every write makes room first (flushing), so no piece can overrun the buffer.
+class Piece {
+ public:
+  explicit Piece(std::string& out) : out_(out) {}
+  Piece(const Piece&) = delete;
+  Piece& operator=(const Piece&) = delete;
+  ~Piece() { flush(); }
+
+  template <std::size_t N>
+  Piece& lit(const char (&s)[N]) {
+    return raw(s, N - 1);
+  }
+  Piece& raw(const char* s, std::size_t n) {
+    if (n > kRoom) {
+      flush();
+      out_.append(s, n);
+      return *this;
+    }
+    room(n);
+    std::memcpy(p_, s, n);
+    p_ += n;
+    return *this;
+  }
+  Piece& str(std::string_view s) { return raw(s.data(), s.size()); }
+  Piece& ch(char c) {
+    room(1);
+    *p_++ = c;
+    return *this;
+  }
+  Piece& num(int64_t v) {
+    room(kIntChars);
+    p_ = std::to_chars(p_, p_ + kIntChars, v).ptr;
+    return *this;
+  }
+  // Nanoseconds as microseconds with three decimals ("12.345", "-0.007").
+  Piece& us(int64_t ns) {
+    room(kIntChars + 5);
+    if (ns < 0) *p_++ = '-';
+    // The magnitude unsigned: -ns overflows for the least int64_t.
+    const uint64_t m = ns < 0 ? 0 - static_cast<uint64_t>(ns) : static_cast<uint64_t>(ns);
+    p_ = std::to_chars(p_, p_ + kIntChars, m / 1000).ptr;
+    const auto frac = static_cast<int>(m % 1000);
+    p_[0] = '.';
+    p_[1] = static_cast<char>('0' + frac / 100);
+    p_[2] = static_cast<char>('0' + frac / 10 % 10);
+    p_[3] = static_cast<char>('0' + frac % 10);
+    p_ += 4;
+    return *this;
+  }
+  // "ph":..,"ts":..,"pid":..,"tid":.. (ts relative to the recording's start).
+  Piece& common(std::string_view ph, int64_t ts, uint32_t pid, uint32_t tid) {
+    lit("\"ph\":\"").str(ph).lit("\",\"ts\":").us(rel_ns(ts));
+    return lit(",\"pid\":").num(pid).lit(",\"tid\":").num(tid);
+  }
+  // The same, on a run record's track (the runtime process's).
+  Piece& run_common(std::string_view ph, int64_t ts, uint32_t tid) {
+    return common(ph, ts, queue().runtime_pid, tid);
+  }
+  // An object's label, as a JSON string: a channel's registered name or "#<id>", an address
+  // "#0x...", or a fixed label.
+  Piece& obj(ObjKind kind, uint64_t obj);
+
+ private:
+  static constexpr std::size_t kRoom = 512;
+  static constexpr std::size_t kIntChars = 24;  // an int64_t's digits and sign, with room
+  void room(std::size_t n) {
+    if (static_cast<std::size_t>(buf_ + kRoom - p_) < n) flush();
+  }
+  void flush() {
+    out_.append(buf_, static_cast<std::size_t>(p_ - buf_));
+    p_ = buf_;
+  }
+  std::string& out_;
+  char buf_[kRoom];
+  char* p_ = buf_;
+};
+
+void append_int(std::string& out, int64_t v) { Piece(out).num(v); }
+
+void append_us(std::string& out, int64_t ns) { Piece(out).us(ns); }
+
+// "ph":"X","ts":..,"pid":..,"tid":..
+void append_common(std::string& out, const Head& h, std::string_view ph) {
+  Piece(out).common(ph, h.ts, h.pid, h.tid);
 }
 
 // A track's metadata event: a process's name (pid) or a thread's (pid, tid).
@@ -660,35 +716,29 @@ const std::string& label_of(uint64_t id, bool is_g) {
   return label;
 }
 
-// An object's label, as a JSON string: a channel's registered name or "#<id>", an address
-// "#0x...", or a fixed label.
-void append_obj(std::string& out, ObjKind kind, uint64_t obj) {
-  char buf[32];
+Piece& Piece::obj(ObjKind kind, uint64_t obj) {
   switch (kind) {
-    case ObjKind::kNone:
-      put(out, "\"\"");
-      return;
     case ObjKind::kChan:
-      out += label_of(obj, /*is_g=*/false);
-      return;
+      return str(label_of(obj, /*is_g=*/false));
     case ObjKind::kAddr: {
+      char buf[32];
       const int n =
           std::snprintf(buf, sizeof(buf), "\"#0x%llx\"", static_cast<unsigned long long>(obj));
-      out.append(buf, static_cast<std::size_t>(std::clamp<int>(n, 0, sizeof(buf) - 1)));
-      return;
+      return raw(buf, static_cast<std::size_t>(std::clamp<int>(n, 0, sizeof(buf) - 1)));
     }
     case ObjKind::kSelect:
-      put(out, "\"select\"");
-      return;
+      return lit("\"select\"");
     case ObjKind::kSleep:
-      put(out, "\"sleep\"");
-      return;
+      return lit("\"sleep\"");
     case ObjKind::kNilChan:
-      put(out, "\"nil chan\"");
-      return;
+      return lit("\"nil chan\"");
+    case ObjKind::kNone:
+      break;
   }
-  put(out, "\"\"");
+  return lit("\"\"");
 }
+
+void append_obj(std::string& out, ObjKind kind, uint64_t obj) { Piece(out).obj(kind, obj); }
 
 // A green thread's name as a JSON string: its own, or "#<g>" (recorders leave it empty).
 void append_gname(std::string& out, std::string_view name, int64_t g) {
@@ -701,75 +751,42 @@ void append_gname(std::string& out, std::string_view name, int64_t g) {
   out += '"';
 }
 
-// A green thread's name, registered or not, as a JSON string (gthread_names).
-void append_registered_gname(std::string& out, uint64_t g) { out += label_of(g, /*is_g=*/true); }
-
-// ,"ph":..,"ts":..,"pid":..,"tid":.. of a run record's track (the runtime process's).
-void append_run_common(std::string& out, const char* ph, int64_t ts, uint32_t tid) {
-  Head h{};
-  h.pid = queue().runtime_pid;
-  h.tid = tid;
-  h.ts = ts;
-  append_common(out, h, ph);
-}
-
 // A run record: its slice, and when a wake started it, the wake flow (its start on the waker's
 // track at the wake's time, its end at the slice's start).
 void render_run(const RunRec& r, const RunWake* wake, const CaseRec* cases, std::string& out) {
-  put(out, "{\"cat\":\"run\",\"name\":");
-  append_registered_gname(out, r.g);
-  out += ',';
-  append_run_common(out, "X", r.ts, r.tid);
-  put(out, ",\"dur\":");
-  append_us(out, r.dur);
-  put(out, ",\"args\":{\"g\":");
-  append_int(out, static_cast<int64_t>(r.g));
-  put(out, ",\"end\":\"");
-  out += kRunEndNames[r.end];
-  out += '"';
+  Piece o(out);
+  o.lit("{\"cat\":\"run\",\"name\":").str(label_of(r.g, /*is_g=*/true)).ch(',');
+  o.run_common("X", r.ts, r.tid).lit(",\"dur\":").us(r.dur);
+  o.lit(",\"args\":{\"g\":").num(static_cast<int64_t>(r.g));
+  o.lit(",\"end\":\"").str(kRunEndNames[r.end]).ch('"');
   if (static_cast<RunEnd>(r.end) == RunEnd::kPark) {
-    put(out, ",\"wait\":{\"kind\":\"");
-    out += kWaitKindNames[r.wait];
-    put(out, "\",\"obj\":");
-    append_obj(out, r.wait_obj_kind, r.wait_obj);
+    o.lit(",\"wait\":{\"kind\":\"").str(kWaitKindNames[r.wait]).lit("\",\"obj\":");
+    o.obj(r.wait_obj_kind, r.wait_obj);
     if (static_cast<WaitKind>(r.wait) == WaitKind::kSelect) {
-      put(out, ",\"cases\":[");
+      o.lit(",\"cases\":[");
       for (std::size_t i = 0; i < r.ncases; ++i) {
-        if (i != 0) out += ',';
-        put(out, "{\"kind\":\"");
-        out += kWaitKindNames[static_cast<uint8_t>(cases[i].kind)];
-        put(out, "\",\"obj\":");
-        append_obj(out, cases[i].obj_kind, cases[i].obj);
-        out += '}';
+        if (i != 0) o.ch(',');
+        o.lit("{\"kind\":\"").str(kWaitKindNames[static_cast<uint8_t>(cases[i].kind)]);
+        o.lit("\",\"obj\":").obj(cases[i].obj_kind, cases[i].obj).ch('}');
       }
-      out += ']';
+      o.ch(']');
     }
-    out += '}';
+    o.ch('}');
   }
-  put(out, "}}");
+  o.lit("}}");
   if (wake == nullptr) return;
-  const uint64_t id = g_next_flow.fetch_add(1, std::memory_order_relaxed);
-  put(out, ",\n{\"cat\":\"wake\",\"name\":\"wake\",");
-  append_run_common(out, "s", wake->ns, r.wake_tid);
-  put(out, ",\"id\":");
-  append_int(out, static_cast<int64_t>(id));
-  put(out, ",\"args\":{\"g\":");
-  append_int(out, static_cast<int64_t>(r.g));
-  put(out, ",\"by\":\"");
-  out += kByNames[r.wake_by];
-  put(out, "\",\"by_g\":");
-  append_int(out, static_cast<int64_t>(wake->by_g));
-  put(out, ",\"obj\":");
+  const auto id = static_cast<int64_t>(g_next_flow.fetch_add(1, std::memory_order_relaxed));
+  o.lit(",\n{\"cat\":\"wake\",\"name\":\"wake\",").run_common("s", wake->ns, r.wake_tid);
+  o.lit(",\"id\":").num(id).lit(",\"args\":{\"g\":").num(static_cast<int64_t>(r.g));
+  o.lit(",\"by\":\"").str(kByNames[r.wake_by]);
+  o.lit("\",\"by_g\":").num(static_cast<int64_t>(wake->by_g)).lit(",\"obj\":");
   if (static_cast<By>(r.wake_by) == By::kSpawn) {
-    append_registered_gname(out, r.g);  // its own name
+    o.str(label_of(r.g, /*is_g=*/true));  // its own name
   } else {
-    append_obj(out, r.wake_obj_kind, wake->obj);
+    o.obj(r.wake_obj_kind, wake->obj);
   }
-  put(out, "}},\n{\"cat\":\"wake\",\"name\":\"wake\",");
-  append_run_common(out, "f", r.ts, r.tid);
-  put(out, ",\"bp\":\"e\",\"id\":");
-  append_int(out, static_cast<int64_t>(id));
-  out += '}';
+  o.lit("}},\n{\"cat\":\"wake\",\"name\":\"wake\",").run_common("f", r.ts, r.tid);
+  o.lit(",\"bp\":\"e\",\"id\":").num(id).ch('}');
 }
 
 // One record as a JSON object (a run record with a wake: three).
