@@ -19,7 +19,7 @@
 // as they come. A program that records faster than the writer renders (a busy green-thread
 // program records millions of events a second) makes it fall behind: from then on it spools the
 // buffers as they are to a nameless file beside the output, and stop() renders them (it then
-// takes about 0.2 s per million events). CHANFLOW_TRACE_SPOOL=auto (that), always (spool from
+// takes about 0.1 s per million events). CHANFLOW_TRACE_SPOOL=auto (that), always (spool from
 // the start: cheapest) or never (render only; a writer that falls behind drops). At most
 // Options::max_events events are written (later ones are counted as dropped), and at most
 // Options::buffer_bytes of buffers wait for the writer: when it still falls behind, a full
