@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <exception>
 #include <memory>
 #include <new>
 #include <nlohmann/json.hpp>
@@ -31,6 +32,7 @@
 #endif
 
 #include "chanflow/core/cache_line.h"
+#include "chanflow/core/check.h"
 #include "chanflow/core/error.h"
 #include "chanflow/core/locks.h"
 #include "chanflow/core/spinlock.h"
@@ -580,13 +582,17 @@ int64_t rel_ns(int64_t ns) { return ns - g_start_ns.load(std::memory_order_relax
 
 // Text built in a stack buffer and appended to `out` a piece at a time, not a field at a time:
 // a std::string append per field (a call, a capacity check, a copy) cost more than formatting
-// the field. Every write makes room first (flushing), so no piece can overrun the buffer.
+// the field. Every write makes room first (flushing), so no piece can overrun the buffer. end()
+// appends the rest: explicitly, since appending may throw (out of memory), which a destructor
+// must not.
 class Piece {
  public:
   explicit Piece(std::string& out) : out_(out) {}
   Piece(const Piece&) = delete;
   Piece& operator=(const Piece&) = delete;
-  ~Piece() { flush(); }
+  ~Piece() { CHANFLOW_DCHECK(p_ == buf_ || std::uncaught_exceptions() > 0); }
+
+  void end() { flush(); }
 
   template <std::size_t N>
   Piece& lit(const char (&s)[N]) {
@@ -657,13 +663,13 @@ class Piece {
   char* p_ = buf_;
 };
 
-void append_int(std::string& out, int64_t v) { Piece(out).num(v); }
+void append_int(std::string& out, int64_t v) { Piece(out).num(v).end(); }
 
-void append_us(std::string& out, int64_t ns) { Piece(out).us(ns); }
+void append_us(std::string& out, int64_t ns) { Piece(out).us(ns).end(); }
 
 // "ph":"X","ts":..,"pid":..,"tid":..
 void append_common(std::string& out, const Head& h, std::string_view ph) {
-  Piece(out).common(ph, h.ts, h.pid, h.tid);
+  Piece(out).common(ph, h.ts, h.pid, h.tid).end();
 }
 
 // A track's metadata event: a process's name (pid) or a thread's (pid, tid).
@@ -738,7 +744,7 @@ Piece& Piece::obj(ObjKind kind, uint64_t obj) {
   return lit("\"\"");
 }
 
-void append_obj(std::string& out, ObjKind kind, uint64_t obj) { Piece(out).obj(kind, obj); }
+void append_obj(std::string& out, ObjKind kind, uint64_t obj) { Piece(out).obj(kind, obj).end(); }
 
 // A green thread's name as a JSON string: its own, or "#<g>" (recorders leave it empty).
 void append_gname(std::string& out, std::string_view name, int64_t g) {
@@ -774,7 +780,10 @@ void render_run(const RunRec& r, const RunWake* wake, const CaseRec* cases, std:
     o.ch('}');
   }
   o.lit("}}");
-  if (wake == nullptr) return;
+  if (wake == nullptr) {
+    o.end();
+    return;
+  }
   const auto id = static_cast<int64_t>(g_next_flow.fetch_add(1, std::memory_order_relaxed));
   o.lit(",\n{\"cat\":\"wake\",\"name\":\"wake\",").run_common("s", wake->ns, r.wake_tid);
   o.lit(",\"id\":").num(id).lit(",\"args\":{\"g\":").num(static_cast<int64_t>(r.g));
@@ -786,7 +795,7 @@ void render_run(const RunRec& r, const RunWake* wake, const CaseRec* cases, std:
     o.obj(r.wake_obj_kind, wake->obj);
   }
   o.lit("}},\n{\"cat\":\"wake\",\"name\":\"wake\",").run_common("f", r.ts, r.tid);
-  o.lit(",\"bp\":\"e\",\"id\":").num(id).ch('}');
+  o.lit(",\"bp\":\"e\",\"id\":").num(id).ch('}').end();
 }
 
 // One record as a JSON object (a run record with a wake: three).
