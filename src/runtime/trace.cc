@@ -58,8 +58,6 @@ struct TscScale {
 };
 alignas(64) TscScale g_tsc;
 
-}  // namespace
-
 // A reading of the trace clock (trace::now_ns, which calibrates it first): inline on the
 // recording paths, which run only after start() calibrated it. The steady clock until then, or
 // where the trace clock is not the TSC.
@@ -79,8 +77,6 @@ inline int64_t record_ns() noexcept {
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
-
-namespace {
 
 // ---- records ---------------------------------------------------------------------------------
 
@@ -318,7 +314,8 @@ struct Queue {
   // The recording's spool, once the writer has fallen behind (writer_main); rendered and closed
   // by stop().
   std::FILE* spool CHANFLOW_GUARDED_BY(mu) = nullptr;
-  // The writer thread's own (read by start/stop only before it starts or after it is joined).
+  // The writer thread's own: reset by start() before the writer starts, read by stop() after it
+  // is joined.
   std::size_t spool_bytes = 0;  // the spool's whole frames (spill_chunk)
   bool spool_failed = false;    // a spool write failed: spool no more
   bool write_failed = false;
@@ -443,8 +440,8 @@ std::size_t reserve_events() noexcept {
   return before >= max ? 0 : std::min(kReserveChunk, max - before);
 }
 
-// Appends one record of `size` bytes (a multiple of 8, at least a Head) that renders as `cost`
-// events to the calling thread's buffer, or counts it as dropped. fill(p) writes it at p, in
+// Appends one record of `size` bytes (a multiple of 8, at least a ShortRun's 32) that renders as
+// `cost` events to the calling thread's buffer, or counts it as dropped. fill(p) writes it at p, in
 // place: a record is built where it is kept, never copied from the stack (its fields are
 // written in pieces, and a copy would reload them whole).
 template <class Fill>
@@ -946,33 +943,79 @@ void write_text(std::FILE* f, std::string& text) {
   text.clear();
 }
 
+// Whether p holds, within avail bytes, a record that emit_record could have written: a known kind,
+// a size that covers its parts, names in range for every table render() indexes. A spool read back
+// wrong must not make the renderer read past its chunk or a table. Its size, or 0.
+std::size_t record_size_if_valid(const unsigned char* p, std::size_t avail) {
+  if (avail < 8) return 0;
+  uint32_t size;
+  Kind kind;
+  std::memcpy(&size, p, sizeof(size));
+  std::memcpy(&kind, p + offsetof(Head, kind), sizeof(kind));
+  if (kind > kLastKind || size % 8 != 0 || size > avail) return 0;
+  auto known = [](uint8_t end, uint8_t wait, ObjKind wait_obj, uint8_t by, ObjKind wake_obj) {
+    return end <= static_cast<uint8_t>(RunEnd::kExit) &&
+           wait <= static_cast<uint8_t>(WaitKind::kOther) && wait_obj <= ObjKind::kNilChan &&
+           by <= static_cast<uint8_t>(By::kOther) && wake_obj <= ObjKind::kNilChan;
+  };
+  auto cases_known = [&](std::size_t at, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) {
+      CaseRec c;
+      std::memcpy(&c, p + at + i * sizeof(CaseRec), sizeof(c));
+      if (c.kind > WaitKind::kOther || c.obj_kind > ObjKind::kNilChan) return false;
+    }
+    return true;
+  };
+  if (kind == Kind::kRun || kind == Kind::kShortRun) {
+    const bool wide = kind == Kind::kRun;
+    const std::size_t base = wide ? sizeof(RunRec) : sizeof(ShortRun);
+    if (size < base) return 0;
+    std::size_t least = base;
+    std::size_t ncases = 0;
+    if (wide) {
+      RunRec r;
+      std::memcpy(&r, p, sizeof(r));
+      if (!known(r.end, r.wait, r.wait_obj_kind, r.wake_by, r.wake_obj_kind)) return 0;
+      least += (r.has_wake != 0 ? sizeof(RunWake) : 0);
+      ncases = r.ncases;
+    } else {
+      ShortRun r;
+      std::memcpy(&r, p, sizeof(r));
+      ShortWake w{};
+      if (r.has_wake != 0) {
+        if (size < base + sizeof(ShortWake)) return 0;
+        std::memcpy(&w, p + base, sizeof(w));
+        least += sizeof(ShortWake);
+      }
+      if (!known(r.end, r.wait, r.wait_obj_kind, w.by, w.obj_kind)) return 0;
+      ncases = r.ncases;
+    }
+    if (ncases > kMaxCases || size < least + sizeof(CaseRec) * ncases) return 0;
+    return cases_known(least, ncases) ? size : 0;
+  }
+  if (size < sizeof(Head)) return 0;
+  Head h;
+  std::memcpy(&h, p, sizeof(h));
+  if (h.nstr > kMaxStrings) return 0;
+  std::size_t at = sizeof(Head);
+  for (std::size_t i = 0; i < h.nstr; ++i) {
+    uint16_t len;
+    if (size - at < sizeof(len)) return 0;
+    std::memcpy(&len, p + at, sizeof(len));
+    at += sizeof(len);
+    if (size - at < len) return 0;
+    at += len;
+  }
+  return size;
+}
+
 void render_chunk(const Chunk& c, std::string& text) {
   Queue& q = queue();
   for (std::size_t at = 0; at < c.used;) {
     const unsigned char* p = c.data.get() + at;
-    uint32_t size = 0;
-    Kind kind{};
-    if (c.used - at >= 8) {
-      std::memcpy(&size, p, sizeof(size));
-      std::memcpy(&kind, p + offsetof(Head, kind), sizeof(kind));
-    }
-    // Not a record emit_record wrote (a spool read back wrong): nothing past it can be trusted.
-    std::size_t least = sizeof(Head);
-    if (kind == Kind::kRun && size >= sizeof(RunRec)) {
-      RunRec r;
-      std::memcpy(&r, p, sizeof(r));
-      least = sizeof(RunRec) + (r.has_wake != 0 ? sizeof(RunWake) : 0) + sizeof(CaseRec) * r.ncases;
-    } else if (kind == Kind::kRun) {
-      least = sizeof(RunRec);
-    } else if (kind == Kind::kShortRun && size >= sizeof(ShortRun)) {
-      ShortRun r;
-      std::memcpy(&r, p, sizeof(r));
-      least =
-          sizeof(ShortRun) + (r.has_wake != 0 ? sizeof(ShortWake) : 0) + sizeof(CaseRec) * r.ncases;
-    } else if (kind == Kind::kShortRun) {
-      least = sizeof(ShortRun);
-    }
-    if (size < least || size % 8 != 0 || size > c.used - at || kind > kLastKind) {
+    const std::size_t size = record_size_if_valid(p, c.used - at);
+    if (size == 0) {
+      // Not a record emit_record wrote (a spool read back wrong): nothing past it can be trusted.
       q.write_failed = true;
       return;
     }
