@@ -8,6 +8,11 @@ program's channels (by their variable names), wake flows whose start and end ids
 end lands at the start of a run slice of the green thread it woke, and op slices; ping_pong.pbtxt's
 has counters of its buffered channels; a run that never ends, stopped by --timeout, leaves a
 complete, valid JSON file with the "cancelled" mark. Exits non-zero naming the first problem.
+
+Whether the go block's green thread parks on a channel (and so is woken from one) is up to the
+schedule: when block 0 is always first at the channel, it never waits. Up to ATTEMPTS runs per
+worker count are made for one that does (nearly every run does); every run's trace is checked for
+the rest.
 """
 import json
 import os
@@ -15,6 +20,9 @@ import re
 import shutil
 import subprocess
 import sys
+
+
+ATTEMPTS = 5
 
 
 def fail(msg):
@@ -53,6 +61,18 @@ def load(path):
 
 
 def check_fibonacci(chanflow, programs, work, workers):
+    for _ in range(ATTEMPTS):
+        parks, wakes, path = check_fibonacci_run(chanflow, programs, work, workers)
+        if parks and wakes:
+            return
+    fail(f"{path}: in {ATTEMPTS} runs no park reason and wake flow both named a channel of the "
+         f"program {sorted(channel_names(os.path.join(programs, 'fibonacci.pbtxt')))}: park "
+         f"reasons {sorted(parks)}, wake objects {sorted(wakes)}")
+
+
+def check_fibonacci_run(chanflow, programs, work, workers):
+    """One traced run's invariants; the park reasons and wake objects that name the program's
+    channels."""
     prog = os.path.join(programs, "fibonacci.pbtxt")
     chans = channel_names(prog)
     path = os.path.join(work, f"fibonacci_w{workers}.json")
@@ -83,11 +103,6 @@ def check_fibonacci(chanflow, programs, work, workers):
             ops += 1
             if not {"g", "block", "op"} <= set(e["args"]):
                 fail(f"{path}: op slice without g/block/op: {e}")
-    if not parked_on & chans:
-        fail(f"{path}: no park reason names a channel of the program {sorted(chans)}: "
-             f"{sorted(parked_on)}")
-    if not woken_by & chans:
-        fail(f"{path}: no wake flow names a channel of the program: {sorted(woken_by)}")
     if not flow_s:
         fail(f"{path}: no wake flows")
     for fid, s in flow_s.items():
@@ -104,6 +119,7 @@ def check_fibonacci(chanflow, programs, work, workers):
         fail(f"{path}: {len(flow_s)} flow starts, {len(flow_f)} ends")
     if ops == 0:
         fail(f"{path}: no op slices")
+    return parked_on & chans, woken_by & chans, path
 
 
 def check_counters(chanflow, programs, work, workers):
