@@ -403,8 +403,8 @@ std::unique_ptr<Chunk> hand_off(std::unique_ptr<Chunk> c, bool force) {
   return nullptr;
 }
 
-ThreadBuffer& local_buffer() {
-  if (ThreadBuffer* b = t_buffer_fast) return *b;
+// local_buffer()'s first call on a thread.
+__attribute__((noinline)) ThreadBuffer& register_local_buffer() {
   if (!t_buffer.buf) {
     t_buffer.buf = std::make_shared<ThreadBuffer>();
     os::LockGuard g(g_buffers_mu);
@@ -412,6 +412,11 @@ ThreadBuffer& local_buffer() {
   }
   t_buffer_fast = t_buffer.buf.get();
   return *t_buffer.buf;
+}
+
+inline ThreadBuffer& local_buffer() {
+  if (ThreadBuffer* b = t_buffer_fast) return *b;
+  return register_local_buffer();
 }
 
 LocalBuffer::~LocalBuffer() {
@@ -1226,7 +1231,7 @@ WaitKind chan_wait_kind(const ChanBase* c, bool is_send) {
 // A channel as a recorded object: its trace id (name registered), or the nil channel.
 ObjKind chan_obj(const ChanBase* c, uint64_t* obj) noexcept {
   if (c == nullptr) return ObjKind::kNilChan;
-  *obj = c->trace_obj();
+  *obj = c->trace_obj(g_generation.load(std::memory_order_relaxed));
   return ObjKind::kChan;
 }
 
@@ -1509,38 +1514,33 @@ void trace_chan_counter(const ChanBase* c) noexcept {
     h.ts = trace::now_ns();
     h.n[0] = static_cast<int64_t>(c->size());
     h.n[1] = static_cast<int64_t>(c->capacity());
-    h.n[2] = static_cast<int64_t>(c->trace_obj());
+    h.n[2] = static_cast<int64_t>(c->trace_obj(g_generation.load(std::memory_order_relaxed)));
     Strings none;
     emit(h, none);
   } catch (...) {
   }
 }
 
-uint64_t ChanBase::trace_obj() const noexcept {
+uint64_t ChanBase::register_trace_name(uint64_t generation) const noexcept {
   const uint64_t id = trace_id();
-  if (name_.empty()) return id;
-  const uint64_t gen = g_generation.load(std::memory_order_relaxed);
-  // Relaxed: the mark only avoids registering twice; the table's lock orders the name itself.
-  if (gen != 0 && trace_named_in_.load(std::memory_order_relaxed) != gen) {
-    try {
-      os::LockGuard g(g_names_mu);
-      if (chan_names().try_emplace(id, name_).second) {
-        g_names_version.fetch_add(1, std::memory_order_relaxed);
-      }
-      trace_named_in_.store(gen, std::memory_order_relaxed);
-    } catch (...) {
-      // Out of memory: the channel shows as "#<id>".
+  if (generation == 0) return id;
+  try {
+    os::LockGuard g(g_names_mu);
+    if (chan_names().try_emplace(id, name_).second) {
+      g_names_version.fetch_add(1, std::memory_order_relaxed);
     }
+    trace_named_in_.store(generation, std::memory_order_relaxed);
+  } catch (...) {
+    // Out of memory: the channel shows as "#<id>".
   }
   return id;
 }
 
-uint64_t ChanBase::trace_id() const noexcept {
+uint64_t ChanBase::assign_trace_id() const noexcept {
   static std::atomic<uint64_t> next{1};
-  uint64_t id = trace_id_.load(std::memory_order_relaxed);
-  if (id != 0) return id;
   const uint64_t mine = next.fetch_add(1, std::memory_order_relaxed);
   // The first caller's id wins; relaxed: the id carries no data.
+  uint64_t id = 0;
   if (trace_id_.compare_exchange_strong(id, mine, std::memory_order_relaxed)) return mine;
   return id;
 }

@@ -89,10 +89,20 @@ class CHANFLOW_API ChanBase {
   bool is_context_done() const noexcept { return context_done_; }
   // A process-unique id, allocated on first call (traces show an unnamed channel as "#<id>").
   // Thread-safe.
-  uint64_t trace_id() const noexcept;
-  // trace_id(), with this channel's name registered with the current recording on its first use
-  // there (its records carry the id; the trace's writer renders the name). Thread-safe.
-  uint64_t trace_obj() const noexcept;
+  uint64_t trace_id() const noexcept {
+    const uint64_t id = trace_id_.load(std::memory_order_relaxed);
+    return id != 0 ? id : assign_trace_id();
+  }
+  // trace_id(), with this channel's name registered with the recording `generation` (the
+  // current one, 0: none) on its first use there: its records carry the id, the trace's writer
+  // renders the name. Inline: a traced switch asks for it twice. Thread-safe.
+  uint64_t trace_obj(uint64_t generation) const noexcept {
+    // Relaxed: the mark only avoids registering twice; the table's lock orders the name itself.
+    if (name_.empty() || trace_named_in_.load(std::memory_order_relaxed) == generation) {
+      return trace_id();
+    }
+    return register_trace_name(generation);
+  }
 
  private:
   // The channel algorithm (src/runtime/chan_ops.h: chan.cc and select.cc use it) and the
@@ -101,6 +111,10 @@ class CHANFLOW_API ChanBase {
   friend struct ChanBaseTestPeer;
   friend bool recv_may_proceed(const ChanBase* c) noexcept;
   friend bool send_may_proceed(const ChanBase* c) noexcept;
+
+  // trace_id()'s first call; trace_obj()'s first in a recording (trace.cc).
+  uint64_t assign_trace_id() const noexcept;
+  uint64_t register_trace_name(uint64_t generation) const noexcept;
 
   // The buffer holds `slots_` elements, between min(cap_, kEagerSlots) and cap_: it grows
   // (doubling, in put_tail) only as values are buffered, so a channel's capacity costs no memory
