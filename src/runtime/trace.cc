@@ -580,7 +580,13 @@ void append_format(std::string& out, const char* format, A... args) {
   out.append(buf, static_cast<std::size_t>(std::clamp<int>(n, 0, sizeof(buf) - 1)));
 }
 
-int64_t rel_ns(int64_t ns) { return ns - g_start_ns.load(std::memory_order_relaxed); }
+// a - b, wrapping: the renderer's arithmetic on recorded times, which a spool read back wrong
+// may hold at any value (real readings are far from the ends of the range).
+int64_t wrapping_sub(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b));
+}
+
+int64_t rel_ns(int64_t ns) { return wrapping_sub(ns, g_start_ns.load(std::memory_order_relaxed)); }
 
 // Text built in a stack buffer and appended to `out` a piece at a time, not a field at a time:
 // a std::string append per field (a call, a capacity check, a copy) cost more than formatting
@@ -836,7 +842,7 @@ void render(const unsigned char* p, std::string& out) {
       r.wake_tid = sw->tid;
       r.wake_by = sw->by;
       r.wake_obj_kind = sw->obj_kind;
-      wake = {sr->ts - static_cast<int64_t>(sw->lead), sw->obj, sw->by_g};
+      wake = {wrapping_sub(sr->ts, sw->lead), sw->obj, sw->by_g};
       q += sizeof(ShortWake);
     }
     render_run(r, sr->has_wake != 0 ? &wake : nullptr, reinterpret_cast<const CaseRec*>(q), out);
@@ -1243,6 +1249,32 @@ constexpr int64_t kRunQueueSampleNs = 1000;
 long trace_threads() noexcept { return g_writer_threads.load(std::memory_order_seq_cst); }
 
 void trace_set_timer_thread() noexcept { t_is_timer = true; }
+
+bool trace_render_bytes(const unsigned char* data, std::size_t n, std::string* out) {
+  os::LockGuard g(g_session_mu);
+  if (g_generation.load(std::memory_order_relaxed) != 0) {
+    CHANFLOW_THROW(Error) << "trace_render_bytes: a recording is on";
+  }
+  // The renderer's state is the recording's: reset as start() does, and left so for the next.
+  Queue& q = queue();
+  Chunk c;
+  c.used = std::min(n, kChunkBytes);
+  if (c.used != 0) std::memcpy(c.data.get(), data, c.used);
+  q.write_failed = false;
+  q.any_event = false;
+  q.chan_labels.clear();
+  q.gnames.clear();
+  q.unnamed_chans.clear();
+  q.unnamed_gs.clear();
+  q.recent = {};
+  q.runtime_pid = runtime_pid();
+  g_start_ns.store(0, std::memory_order_relaxed);
+  render_chunk(c, *out);
+  const bool whole = !q.write_failed;
+  q.write_failed = false;
+  q.any_event = false;
+  return whole;
+}
 
 void trace_go(Task* t, const Task* parent) noexcept {
   try {

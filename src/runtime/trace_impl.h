@@ -7,7 +7,9 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "chanflow/runtime/trace.h"
@@ -63,5 +65,12 @@ void trace_chan_counter(const ChanBase* c) noexcept;
 void trace_set_timer_thread() noexcept;
 // OS threads the recording owns (its writer): 0 or 1 (the deadlock condition counts them).
 long trace_threads() noexcept;
+
+// The renderer over bytes laid out as a recording's buffers and spool hold them (for the renderer's
+// tests and its fuzzer, fuzz/trace): appends to *out the JSON events of the records in
+// data[0, min(n, 64 KiB)) and returns true when every byte was a record emit_record could have
+// written; at the first that is not, stops there and returns false. Never reads outside the
+// bytes. Not while a recording is on: throws Error then.
+bool trace_render_bytes(const unsigned char* data, std::size_t n, std::string* out);
 
 }  // namespace chanflow::detail

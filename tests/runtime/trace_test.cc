@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -20,6 +21,7 @@
 
 #include "runtime_test_util.h"
 #include "support/scoped_env.h"
+#include "trace_impl.h"  // white-box: src/runtime
 
 namespace {
 
@@ -637,6 +639,83 @@ TEST_P(TraceRuntime, ChannelNamesInEveryRecording) {
 
 // Green-thread ids are unique in the process: threads of two schedulers never share one (a trace
 // or an error message that shows both tells them apart).
+// The renderer over raw bytes (trace_impl.h), as a spool read back wrong would hand it. A record
+// here is laid out as trace.cc's Head: size u32, kind u8, sub, sub2, nstr u8, pid u32, tid u32,
+// ts i64, n[3] i64 (48 bytes); kind 8 is the run-queue counter.
+std::vector<unsigned char> run_queue_record(int64_t runnable) {
+  std::vector<unsigned char> r(48, 0);
+  const uint32_t size = 48, pid = 1, tid = 2;
+  const int64_t ts = 5000;
+  std::memcpy(r.data(), &size, 4);
+  r[4] = 8;
+  std::memcpy(r.data() + 8, &pid, 4);
+  std::memcpy(r.data() + 12, &tid, 4);
+  std::memcpy(r.data() + 16, &ts, 8);
+  std::memcpy(r.data() + 24, &runnable, 8);
+  return r;
+}
+
+TEST(TraceRender, RendersRecordsAndStopsAtTheFirstThatIsNotOne) {
+  std::vector<unsigned char> bytes = run_queue_record(7);
+  std::string out;
+  ASSERT_TRUE(cf::detail::trace_render_bytes(bytes.data(), bytes.size(), &out));
+  const json one = json::parse("[" + out + "]");
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one[0]["ph"], "C");
+  EXPECT_EQ(one[0]["args"]["runnable"], 7);
+
+  // Each of these, after a good record, stops the rendering there: the good one is rendered.
+  struct Bad {
+    const char* what;
+    std::vector<unsigned char> rec;
+  };
+  std::vector<Bad> bad;
+  bad.push_back({"an unknown kind", run_queue_record(1)});
+  bad.back().rec[4] = 200;
+  bad.push_back({"a size not a multiple of 8", run_queue_record(1)});
+  bad.back().rec[0] = 44;
+  bad.push_back({"a size past the bytes", run_queue_record(1)});
+  bad.back().rec[0] = 104;  // itself and the record after it are 96
+  bad.push_back({"a size of 0", run_queue_record(1)});
+  bad.back().rec[0] = 0;
+  bad.push_back({"a size too small for its kind", run_queue_record(1)});
+  bad.back().rec[0] = 16;
+  bad.push_back({"more strings than a record has", run_queue_record(1)});
+  bad.back().rec[7] = 9;
+  bad.push_back({"a string with no room for its length", run_queue_record(1)});
+  bad.back().rec[7] = 1;
+  bad.push_back({"a string longer than its record", run_queue_record(1)});
+  bad.back().rec.resize(56, 0);
+  bad.back().rec[0] = 56;
+  bad.back().rec[7] = 1;
+  bad.back().rec[48] = 0xff;  // its length: 255 bytes, in a record of 56
+  bad.push_back({"a cut-off record (fewer than 8 bytes)", {48, 0, 0, 0}});
+  for (const Bad& b : bad) {
+    SCOPED_TRACE(b.what);
+    std::vector<unsigned char> in = run_queue_record(3);
+    in.insert(in.end(), b.rec.begin(), b.rec.end());
+    in.insert(in.end(), bytes.begin(), bytes.end());  // never reached
+    std::string text;
+    EXPECT_FALSE(cf::detail::trace_render_bytes(in.data(), in.size(), &text));
+    const json doc = json::parse("[" + text + "]");
+    ASSERT_EQ(doc.size(), 1u);
+    EXPECT_EQ(doc[0]["args"]["runnable"], 3);
+  }
+
+  std::string none;
+  EXPECT_TRUE(cf::detail::trace_render_bytes(nullptr, 0, &none));
+  EXPECT_TRUE(none.empty());
+}
+
+TEST(TraceRender, RefusedWhileARecordingIsOn) {
+  cf::trace::start({});
+  std::vector<unsigned char> bytes = run_queue_record(1);
+  std::string out;
+  EXPECT_THROW(cf::detail::trace_render_bytes(bytes.data(), bytes.size(), &out), cf::Error);
+  cf::trace::stop();
+  EXPECT_TRUE(cf::detail::trace_render_bytes(bytes.data(), bytes.size(), &out));
+}
+
 TEST(TraceIds, GreenThreadIdsAreUniqueAcrossSchedulers) {
   std::set<uint64_t> ids;
   std::mutex mu;
