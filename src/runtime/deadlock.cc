@@ -11,10 +11,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
+#include <string_view>
 
 #include "chanflow/core/locks.h"
 #include "chanflow/runtime/detail/chan_base.h"
 #include "chanflow/runtime/external_waiter.h"
+#include "chanflow/runtime/mutex.h"
+#include "chanflow/runtime/wait_group.h"
 #include "scheduler_impl.h"
 #include "timer.h"
 #include "trace_impl.h"
@@ -132,9 +135,16 @@ DeadlockState condition_locked() CHANFLOW_REQUIRES(g_mu) {
 
 const char* op_name(const Waiter& w) { return w.is_send ? "send" : "recv"; }
 
+// A name the program gave, quoted, then a space; nothing for an unnamed object.
+void describe_name(std::ostringstream& os, std::string_view name) {
+  if (!name.empty()) os << '"' << name << "\" ";
+}
+
 void describe_chan(std::ostringstream& os, const ChanBase* c) {
-  os << "chan " << static_cast<const void*>(c) << " (cap " << c->capacity()
-     << (c->closed() ? ", closed" : "") << ")";
+  os << "chan ";
+  describe_name(os, c->name());
+  os << static_cast<const void*>(c) << " (cap " << c->capacity() << (c->closed() ? ", closed" : "")
+     << ")";
 }
 
 }  // namespace
@@ -163,10 +173,14 @@ std::string describe_wait(const Parker* p) {
       os << "sleep";
       break;
     case WaitReason::kMutex:
-      os << "Mutex::lock on mutex " << p->wait_obj;
+      os << "Mutex::lock on mutex ";
+      describe_name(os, static_cast<const Mutex*>(p->wait_obj)->name());
+      os << p->wait_obj;
       break;
     case WaitReason::kWaitGroup:
-      os << "WaitGroup::wait on wait group " << p->wait_obj;
+      os << "WaitGroup::wait on wait group ";
+      describe_name(os, static_cast<const WaitGroup*>(p->wait_obj)->name());
+      os << p->wait_obj;
       break;
     case WaitReason::kSchedulerDrain:
       os << "~Scheduler waiting for its green threads";

@@ -7,6 +7,14 @@
 
 namespace chanflow {
 
+Mutex::Mutex(std::string name)
+    : label_(name.empty() ? nullptr : std::make_unique<const detail::TraceLabel>(std::move(name))) {
+}
+
+std::string_view Mutex::name() const noexcept {
+  return label_ != nullptr ? std::string_view(label_->name()) : std::string_view();
+}
+
 bool Mutex::try_lock() noexcept {
   uint32_t expected = kUnlocked;
   return state_.compare_exchange_strong(expected, kLocked, std::memory_order_acquire,

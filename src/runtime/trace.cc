@@ -37,6 +37,8 @@
 #include "chanflow/core/locks.h"
 #include "chanflow/core/spinlock.h"
 #include "chanflow/runtime/detail/chan_base.h"
+#include "chanflow/runtime/mutex.h"
+#include "chanflow/runtime/wait_group.h"
 #include "scheduler_impl.h"
 #include "task.h"
 #include "trace_impl.h"
@@ -323,11 +325,11 @@ struct Queue {
   std::string memory;      // the in-memory recording's text
   // Names met while rendering this recording (filled from the registries below on a miss, so a
   // record costs no lock once its names are known). Cleared by start().
-  std::unordered_map<uint64_t, std::string> chan_labels;  // id -> JSON string
-  std::unordered_map<uint64_t, std::string> gnames;       // g -> JSON string
+  std::unordered_map<uint64_t, std::string> obj_labels;  // id -> JSON string
+  std::unordered_map<uint64_t, std::string> gnames;      // g -> JSON string
   // Labels rendered for ids the registries had no name for ("#<id>"), good while
   // g_names_version is unnamed_version (a name registered since may be one of them).
-  std::unordered_map<uint64_t, std::string> unnamed_chans;
+  std::unordered_map<uint64_t, std::string> unnamed_objs;
   std::unordered_map<uint64_t, std::string> unnamed_gs;
   uint64_t unnamed_version = 0;
   // The last label met per slot (id modulo its size), of green threads [1] and channels [0]: a
@@ -520,18 +522,18 @@ void emit(const Head& head, const Strings& ss) noexcept {
   });
 }
 
-// ---- channel names -------------------------------------------------------------------------
+// ---- object names ------------------------------------------------------------------------
 //
-// Records carry a channel's trace id; the names of named channels are registered here on their
-// first use in a recording (ChanBase::trace_obj) and rendered by the writer. Registration happens
-// before the record that uses the id is appended, and reaches the writer through the hand-off's
-// lock, so the writer finds every name it needs. Cleared by start(): the table holds the named
-// channels of one recording.
+// Records carry a TraceLabel's id (a channel's, a named mutex's or wait group's); the names of
+// named ones are registered here on their first use in a recording (TraceLabel::trace_obj) and
+// rendered by the writer. Registration happens before the record that uses the id is appended,
+// and reaches the writer through the hand-off's lock, so the writer finds every name it needs.
+// Cleared by start(): the table holds the named objects of one recording.
 os::Mutex g_names_mu;
 // Bumped (under g_names_mu) by every registration: the writer's cache of labels it found no name
 // for is good while this has not changed.
 std::atomic<uint64_t> g_names_version{0};
-std::unordered_map<uint64_t, std::string>& chan_names() CHANFLOW_REQUIRES(g_names_mu) {
+std::unordered_map<uint64_t, std::string>& label_names() CHANFLOW_REQUIRES(g_names_mu) {
   static auto* const kNames = new std::unordered_map<uint64_t, std::string>();
   return *kNames;
 }
@@ -695,14 +697,14 @@ void append_track_name(std::string& out, bool is_process, uint32_t pid, uint32_t
 
 // label_of's lookup past its recent slots (Queue::recent).
 const std::string& find_label(Queue& q, uint64_t id, bool is_g) {
-  auto& named = is_g ? q.gnames : q.chan_labels;
+  auto& named = is_g ? q.gnames : q.obj_labels;
   if (const auto it = named.find(id); it != named.end()) return it->second;
-  auto& unnamed = is_g ? q.unnamed_gs : q.unnamed_chans;
+  auto& unnamed = is_g ? q.unnamed_gs : q.unnamed_objs;
   if (const auto it = unnamed.find(id); it != unnamed.end()) return it->second;
   std::string label;
   {
     os::LockGuard g(g_names_mu);
-    const auto& names = is_g ? gthread_names() : chan_names();
+    const auto& names = is_g ? gthread_names() : label_names();
     if (const auto it = names.find(id); it != names.end()) append_string(label, it->second);
   }
   if (!label.empty()) return named.emplace(id, std::move(label)).first->second;
@@ -710,7 +712,7 @@ const std::string& find_label(Queue& q, uint64_t id, bool is_g) {
   return unnamed.emplace(id, std::move(label)).first->second;
 }
 
-// The label of a channel's trace id or a green thread's g, as a JSON string: its registered
+// The label of a TraceLabel's id or a green thread's g, as a JSON string: its registered
 // name, else "#<id>". Cached per recording: a registered name stays; an unnamed label stays while
 // no name was registered since (g_names_version), so a record costs no lock once its labels are
 // known.
@@ -718,7 +720,7 @@ const std::string& label_of(uint64_t id, bool is_g) {
   Queue& q = queue();
   const uint64_t version = g_names_version.load(std::memory_order_relaxed);
   if (version != q.unnamed_version) {
-    q.unnamed_chans.clear();
+    q.unnamed_objs.clear();
     q.unnamed_gs.clear();
     q.recent = {};
     q.unnamed_version = version;
@@ -732,7 +734,7 @@ const std::string& label_of(uint64_t id, bool is_g) {
 
 Piece& Piece::obj(ObjKind kind, uint64_t obj) {
   switch (kind) {
-    case ObjKind::kChan:
+    case ObjKind::kLabel:
       return str(label_of(obj, /*is_g=*/false));
     case ObjKind::kAddr: {
       char buf[32];
@@ -917,7 +919,7 @@ void render(const unsigned char* p, std::string& out) {
       return;
     case Kind::kChan: {
       std::string label;
-      append_obj(label, ObjKind::kChan, static_cast<uint64_t>(h.n[2]));
+      append_obj(label, ObjKind::kLabel, static_cast<uint64_t>(h.n[2]));
       // label is a JSON string; the counter's name is "chan <label>".
       put(out, "{\"cat\":\"chan\",\"name\":\"chan ");
       out.append(label, 1, std::string::npos);
@@ -1234,11 +1236,19 @@ WaitKind chan_wait_kind(const ChanBase* c, bool is_send) {
   return is_send ? WaitKind::kChanSend : WaitKind::kChanRecv;
 }
 
+// A mutex or wait group as a recorded object, when it is named: its label's id (name
+// registered); kNone when unnamed (recorded by address).
+ObjKind sync_obj(const TraceLabel* label, uint64_t* obj) noexcept {
+  if (label == nullptr) return ObjKind::kNone;
+  *obj = label->trace_obj(g_generation.load(std::memory_order_relaxed));
+  return ObjKind::kLabel;
+}
+
 // A channel as a recorded object: its trace id (name registered), or the nil channel.
 ObjKind chan_obj(const ChanBase* c, uint64_t* obj) noexcept {
   if (c == nullptr) return ObjKind::kNilChan;
-  *obj = c->trace_obj(g_generation.load(std::memory_order_relaxed));
-  return ObjKind::kChan;
+  *obj = c->trace_label().trace_obj(g_generation.load(std::memory_order_relaxed));
+  return ObjKind::kLabel;
 }
 
 }  // namespace
@@ -1262,9 +1272,9 @@ bool trace_render_bytes(const unsigned char* data, std::size_t n, std::string* o
   if (c.used != 0) std::memcpy(c.data.get(), data, c.used);
   q.write_failed = false;
   q.any_event = false;
-  q.chan_labels.clear();
+  q.obj_labels.clear();
   q.gnames.clear();
-  q.unnamed_chans.clear();
+  q.unnamed_objs.clear();
   q.unnamed_gs.clear();
   q.recent = {};
   q.runtime_pid = runtime_pid();
@@ -1327,11 +1337,15 @@ void trace_wake(Parker* p) noexcept {
         by = By::kTimer;
         ok = ObjKind::kSleep;
         break;
+      // Alive: the waker is in the unlock() or add() that releases p, and a wait group may not
+      // be destroyed before every wait() on it has returned (wait_group.h).
       case WaitReason::kMutex:
         by = By::kUnlock;
+        ok = sync_obj(static_cast<const Mutex*>(p->wait_obj)->trace_label(), &obj);
         break;
       case WaitReason::kWaitGroup:
         by = By::kWaitGroup;
+        ok = sync_obj(static_cast<const WaitGroup*>(p->wait_obj)->trace_label(), &obj);
         break;
       default:
         break;
@@ -1435,9 +1449,12 @@ void trace_run_end(Worker* w, Task* t, RunEnd end) noexcept {
         break;
       case WaitReason::kMutex:
         wait = WaitKind::kMutex;
+        wait_obj_kind = sync_obj(static_cast<const Mutex*>(p.wait_obj)->trace_label(), &wait_obj);
         break;
       case WaitReason::kWaitGroup:
         wait = WaitKind::kWaitGroup;
+        wait_obj_kind =
+            sync_obj(static_cast<const WaitGroup*>(p.wait_obj)->trace_label(), &wait_obj);
         break;
       default:
         break;
@@ -1546,34 +1563,35 @@ void trace_chan_counter(const ChanBase* c) noexcept {
     h.ts = trace::now_ns();
     h.n[0] = static_cast<int64_t>(c->size());
     h.n[1] = static_cast<int64_t>(c->capacity());
-    h.n[2] = static_cast<int64_t>(c->trace_obj(g_generation.load(std::memory_order_relaxed)));
+    h.n[2] = static_cast<int64_t>(
+        c->trace_label().trace_obj(g_generation.load(std::memory_order_relaxed)));
     Strings none;
     emit(h, none);
   } catch (...) {
   }
 }
 
-uint64_t ChanBase::register_trace_name(uint64_t generation) const noexcept {
-  const uint64_t id = trace_id();
+uint64_t TraceLabel::register_name(uint64_t generation) const noexcept {
+  const uint64_t id = this->id();
   if (generation == 0) return id;
   try {
     os::LockGuard g(g_names_mu);
-    if (chan_names().try_emplace(id, name_).second) {
+    if (label_names().try_emplace(id, name_).second) {
       g_names_version.fetch_add(1, std::memory_order_relaxed);
     }
-    trace_named_in_.store(generation, std::memory_order_relaxed);
+    named_in_.store(generation, std::memory_order_relaxed);
   } catch (...) {
-    // Out of memory: the channel shows as "#<id>".
+    // Out of memory: the object shows as "#<id>".
   }
   return id;
 }
 
-uint64_t ChanBase::assign_trace_id() const noexcept {
+uint64_t TraceLabel::assign_id() const noexcept {
   static std::atomic<uint64_t> next{1};
   const uint64_t mine = next.fetch_add(1, std::memory_order_relaxed);
   // The first caller's id wins; relaxed: the id carries no data.
   uint64_t id = 0;
-  if (trace_id_.compare_exchange_strong(id, mine, std::memory_order_relaxed)) return mine;
+  if (id_.compare_exchange_strong(id, mine, std::memory_order_relaxed)) return mine;
   return id;
 }
 
@@ -1854,12 +1872,12 @@ void start(const Options& options) {
   (void)trace_clock();  // calibrated once per process, here rather than on a recorder's path
   {
     os::LockGuard gn(g_names_mu);
-    chan_names().clear();
+    label_names().clear();
     gthread_names().clear();
   }
-  q.chan_labels.clear();
+  q.obj_labels.clear();
   q.gnames.clear();
-  q.unnamed_chans.clear();
+  q.unnamed_objs.clear();
   q.unnamed_gs.clear();
   q.recent = {};
   q.runtime_pid = runtime_pid();

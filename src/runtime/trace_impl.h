@@ -30,9 +30,10 @@ inline bool trace_on() noexcept { return g_trace_enabled.load(std::memory_order_
 // How a run slice ended.
 enum class RunEnd : uint8_t { kPark, kYield, kExit };
 
-// What a recorded object number means (the writer renders the label): a channel's trace id (its
-// name when the recording registered one, else "#<id>"), an address ("#0x..."), or a fixed label.
-enum class ObjKind : uint8_t { kNone, kChan, kAddr, kSelect, kSleep, kNilChan };
+// What a recorded object number means (the writer renders the label): a TraceLabel's id (a
+// channel's, a named mutex's or wait group's: its name when the recording registered one, else
+// "#<id>"), an address ("#0x...", an unnamed mutex or wait group), or a fixed label.
+enum class ObjKind : uint8_t { kNone, kLabel, kAddr, kSelect, kSleep, kNilChan };
 
 // The event that made a green thread runnable, kept in its Task until its next run slice is
 // recorded (trace_run_end): the wake flow's start is written with that slice, in one record, so a

@@ -8,6 +8,14 @@
 
 namespace chanflow {
 
+WaitGroup::WaitGroup(std::string name)
+    : label_(name.empty() ? nullptr : std::make_unique<const detail::TraceLabel>(std::move(name))) {
+}
+
+std::string_view WaitGroup::name() const noexcept {
+  return label_ != nullptr ? std::string_view(label_->name()) : std::string_view();
+}
+
 void WaitGroup::add(int n) {
   detail::Waiter* wake = nullptr;
   {

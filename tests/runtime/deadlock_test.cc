@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <future>
 #include <regex>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -56,6 +57,36 @@ TEST_P(Deadlock, ReportsEachParkedGreenThread) {
   EXPECT_EQ(msg.find("consumer:"), std::string::npos) << msg;  // it finished
   EXPECT_NE(msg.find("selector: select on 2 channel case(s)"), std::string::npos) << msg;
   EXPECT_NE(msg.find("This OS thread waits in recv on chan"), std::string::npos) << msg;
+}
+
+// A report names what each green thread waits on by the name the program gave it.
+TEST_P(Deadlock, ReportsNamesOfNamedChannelsMutexesAndWaitGroups) {
+  cf::Mutex mu("cache");
+  mu.lock();
+  auto jobs = cf::make_chan<int>(0, "jobs");
+  auto locker_done = cf::make_chan<cf::Unit>(1);
+  cf::go("locker", [&mu, locker_done] {
+    { std::lock_guard<cf::Mutex> g(mu); }
+    locker_done.send(cf::Unit{});
+  });
+  cf::go("receiver", [jobs]() mutable { jobs.recv(); });
+  cf::WaitGroup wg("workers");
+  wg.add();
+  const std::string msg = deadlock_message([&] { wg.wait(); });
+  std::ostringstream mu_at, wg_at;
+  mu_at << &mu;
+  wg_at << &wg;
+  EXPECT_NE(msg.find("locker: Mutex::lock on mutex \"cache\" " + mu_at.str()), std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("receiver: recv on chan \"jobs\" 0x"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("WaitGroup::wait on wait group \"workers\" " + wg_at.str()), std::string::npos)
+      << msg;
+  EXPECT_EQ(mu.name(), "cache");
+  EXPECT_EQ(wg.name(), "workers");
+  EXPECT_EQ(cf::Mutex().name(), "");
+  mu.unlock();
+  locker_done.recv();
+  jobs.close();  // the receiver ends
 }
 
 TEST_P(Deadlock, NilChannelAndMutexAndWaitGroup) {

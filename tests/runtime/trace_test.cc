@@ -406,7 +406,8 @@ Parsed parse(const json& doc) {
 
 // Each kind of wait is named in the run slice that ends with it, and the wake flow that ends it
 // says what woke the green thread: a named channel's send and close, an unnamed one ("#<id>"), a
-// select's cases, a mutex's unlock, a wait group, a timer, a context's cancel, a spawn.
+// select's cases, a mutex's unlock, a wait group, a timer, a context's cancel, a spawn. Named
+// mutexes and wait groups show their names, unnamed ones their addresses.
 TEST_P(TraceRuntime, ParkReasonsAndWhatWokeEachGreenThread) {
   cf::Scheduler& s = sched();
   auto named = cf::make_chan<int>(0, "jobs");
@@ -416,6 +417,9 @@ TEST_P(TraceRuntime, ParkReasonsAndWhatWokeEachGreenThread) {
   cf::Mutex mu;
   cf::WaitGroup gate;
   gate.add(1);
+  cf::Mutex cache_mu("cache");
+  cf::WaitGroup workers("workers");
+  workers.add(1);
   cf::Context ctx = cf::with_cancel(cf::background());
   cf::trace::start({.max_events = 0});
   auto step = [&](const char* name, auto&& body, auto&& release) {
@@ -453,6 +457,16 @@ TEST_P(TraceRuntime, ParkReasonsAndWhatWokeEachGreenThread) {
       [&] { mu.unlock(); });
   step(
       "waitgroup", [&] { gate.wait(); }, [&] { gate.done(); });
+  cache_mu.lock();
+  step(
+      "mutex-named",
+      [&] {
+        cache_mu.lock();
+        cache_mu.unlock();
+      },
+      [&] { cache_mu.unlock(); });
+  step(
+      "waitgroup-named", [&] { workers.wait(); }, [&] { workers.done(); });
   step(
       "context", [&] { ctx.done().recv(); }, [&] { ctx.cancel(); });
   {
@@ -519,6 +533,21 @@ TEST_P(TraceRuntime, ParkReasonsAndWhatWokeEachGreenThread) {
   EXPECT_EQ(wake("mutex", 1)["by"], "unlock");
   EXPECT_EQ(first_park("waitgroup")["kind"], "waitgroup");
   EXPECT_EQ(wake("waitgroup", 1)["by"], "waitgroup");
+  auto address_of = [](const void* obj) {
+    std::ostringstream os;
+    os << "#" << obj;  // "#0x..."
+    return os.str();
+  };
+  EXPECT_EQ(first_park("mutex")["obj"], address_of(&mu));
+  EXPECT_EQ(wake("mutex", 1)["obj"], address_of(&mu));
+  EXPECT_EQ(first_park("waitgroup")["obj"], address_of(&gate));
+  EXPECT_EQ(wake("waitgroup", 1)["obj"], address_of(&gate));
+  EXPECT_EQ(first_park("mutex-named"), json({{"kind", "mutex"}, {"obj", "cache"}}));
+  EXPECT_EQ(wake("mutex-named", 1)["by"], "unlock");
+  EXPECT_EQ(wake("mutex-named", 1)["obj"], "cache");
+  EXPECT_EQ(first_park("waitgroup-named"), json({{"kind", "waitgroup"}, {"obj", "workers"}}));
+  EXPECT_EQ(wake("waitgroup-named", 1)["by"], "waitgroup");
+  EXPECT_EQ(wake("waitgroup-named", 1)["obj"], "workers");
   EXPECT_EQ(first_park("context")["kind"], "context");
   EXPECT_EQ(wake("context", 1)["by"], "cancel");
   EXPECT_EQ(first_park("sleeper")["kind"], "timer");

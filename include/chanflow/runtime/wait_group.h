@@ -3,12 +3,17 @@
 //   cf::WaitGroup wg;
 //   for (int i = 0; i < n; ++i) { wg.add(); cf::go([&] { work(i); wg.done(); }); }
 //   wg.wait();
+//   cf::WaitGroup workers("workers");  // traces and deadlock reports name it
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
 
 #include "chanflow/core/export.h"
 #include "chanflow/core/spinlock.h"
+#include "chanflow/runtime/detail/trace_label.h"
 #include "chanflow/runtime/detail/wait.h"
 
 namespace chanflow {
@@ -16,6 +21,8 @@ namespace chanflow {
 class CHANFLOW_API WaitGroup {
  public:
   WaitGroup() = default;
+  // A wait group that traces and deadlock reports show by `name` (an unnamed one: by its address).
+  explicit WaitGroup(std::string name);
   WaitGroup(const WaitGroup&) = delete;
   WaitGroup& operator=(const WaitGroup&) = delete;
   // Must not be destroyed while a wait() is in progress. May be destroyed as soon as a wait()
@@ -35,10 +42,17 @@ class CHANFLOW_API WaitGroup {
   // The counter (a snapshot).
   int64_t count() const noexcept;
 
+  // Its name ("" when unnamed).
+  std::string_view name() const noexcept;
+  // Traces' and deadlock reports' view of its name; null when unnamed (trace_label.h).
+  const detail::TraceLabel* trace_label() const noexcept { return label_.get(); }
+
  private:
   mutable os::SpinLock lock_;
   int64_t count_ CHANFLOW_GUARDED_BY(lock_) = 0;
   detail::WaitQueue waiters_ CHANFLOW_GUARDED_BY(lock_);
+  // Only a named wait group has one: an unnamed one pays a null pointer.
+  std::unique_ptr<const detail::TraceLabel> label_;
 };
 
 }  // namespace chanflow

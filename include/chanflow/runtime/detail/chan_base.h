@@ -20,6 +20,7 @@
 
 #include "chanflow/core/export.h"
 #include "chanflow/core/spinlock.h"
+#include "chanflow/runtime/detail/trace_label.h"
 #include "chanflow/runtime/detail/wait.h"
 
 namespace chanflow::detail {
@@ -81,28 +82,17 @@ class CHANFLOW_API ChanBase {
 
   // The name traces show for this channel (the program's or caller's name for it; empty: "#<id>").
   // Set it before the channel is shared with other threads; not thread-safe.
-  void set_name(std::string name) { name_ = std::move(name); }
-  const std::string& name() const noexcept { return name_; }
+  void set_name(std::string name) { label_.set_name(std::move(name)); }
+  const std::string& name() const noexcept { return label_.name(); }
+  // How traces and deadlock reports name it (trace_label.h).
+  const TraceLabel& trace_label() const noexcept { return label_; }
   // Marks this channel as a Context's done channel: traces show a wait on it as a "context" wait
   // and its close as a "cancel". Before the channel is shared.
   void set_context_done() noexcept { context_done_ = true; }
   bool is_context_done() const noexcept { return context_done_; }
   // A process-unique id, allocated on first call (traces show an unnamed channel as "#<id>").
   // Thread-safe.
-  uint64_t trace_id() const noexcept {
-    const uint64_t id = trace_id_.load(std::memory_order_relaxed);
-    return id != 0 ? id : assign_trace_id();
-  }
-  // trace_id(), with this channel's name registered with the recording `generation` (the
-  // current one, 0: none) on its first use there: its records carry the id, the trace's writer
-  // renders the name. Inline: a traced switch asks for it twice. Thread-safe.
-  uint64_t trace_obj(uint64_t generation) const noexcept {
-    // Relaxed: the mark only avoids registering twice; the table's lock orders the name itself.
-    if (name_.empty() || trace_named_in_.load(std::memory_order_relaxed) == generation) {
-      return trace_id();
-    }
-    return register_trace_name(generation);
-  }
+  uint64_t trace_id() const noexcept { return label_.id(); }
 
  private:
   // The channel algorithm (src/runtime/chan_ops.h: chan.cc and select.cc use it) and the
@@ -111,10 +101,6 @@ class CHANFLOW_API ChanBase {
   friend struct ChanBaseTestPeer;
   friend bool recv_may_proceed(const ChanBase* c) noexcept;
   friend bool send_may_proceed(const ChanBase* c) noexcept;
-
-  // trace_id()'s first call; trace_obj()'s first in a recording (trace.cc).
-  uint64_t assign_trace_id() const noexcept;
-  uint64_t register_trace_name(uint64_t generation) const noexcept;
 
   // The buffer holds `slots_` elements, between min(cap_, kEagerSlots) and cap_: it grows
   // (doubling, in put_tail) only as values are buffered, so a channel's capacity costs no memory
@@ -133,8 +119,8 @@ class CHANFLOW_API ChanBase {
 
   // Mutable state is guarded by lock_ (checked by Clang's analysis). closed_ and count_ are written
   // only under lock_ too, but are atomics read without it (size(), closed(), the readiness checks),
-  // so they carry no GUARDED_BY. cap_ and ops_ never change; name_ and context_done_ are set before
-  // the channel is shared (set_name, set_context_done).
+  // so they carry no GUARDED_BY. cap_ and ops_ never change; label_'s name and context_done_ are
+  // set before the channel is shared (set_name, set_context_done).
   mutable os::SpinLock lock_;
   std::atomic<bool> closed_{false};
   std::atomic<std::size_t> count_{0};
@@ -145,10 +131,7 @@ class CHANFLOW_API ChanBase {
   const ElemOps* const ops_;
   WaitQueue recvq_ CHANFLOW_GUARDED_BY(lock_);
   WaitQueue sendq_ CHANFLOW_GUARDED_BY(lock_);
-  std::string name_;
-  mutable std::atomic<uint64_t> trace_id_{0};
-  // The recording (its generation) that has this channel's name (trace.cc).
-  mutable std::atomic<uint64_t> trace_named_in_{0};
+  TraceLabel label_;
   bool context_done_ = false;
 };
 

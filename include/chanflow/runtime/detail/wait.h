@@ -25,16 +25,17 @@ class ChanBase;
 struct Task;
 struct Parker;
 
-// What a parked thread waits on; deadlock reports and traces print it.
+// What a parked thread waits on; deadlock reports and traces print it, and read the Parker's
+// wait_obj as the type noted (they ask it for its name).
 enum class WaitReason : uint8_t {
   kNone,
-  kChanSend,
-  kChanRecv,
-  kSelect,
+  kChanSend,  // wait_obj: the ChanBase
+  kChanRecv,  // wait_obj: the ChanBase
+  kSelect,    // the cases are the Parker's waiters
   kNilChan,
   kSleep,
-  kMutex,
-  kWaitGroup,
+  kMutex,      // wait_obj: the Mutex
+  kWaitGroup,  // wait_obj: the WaitGroup
   kSchedulerDrain,
 };
 
@@ -152,7 +153,8 @@ struct Parker {
   Task* task = nullptr;  // null for an OS thread
   // OS threads sleep on this word: 0 asleep, 1 woken, 2 asked to check for a deadlock.
   std::atomic<uint32_t> os_word{0};
-  // Diagnostics (deadlock reports): read only while everything is parked.
+  // Diagnostics: set as the park is armed; read by deadlock reports while everything is parked,
+  // and by traces on the parking thread and on the one that claims it.
   WaitReason reason = WaitReason::kNone;
   const void* wait_obj = nullptr;
   const Waiter* waiters = nullptr;
