@@ -361,6 +361,17 @@ std::size_t kept_chunks(const Queue& q) CHANFLOW_REQUIRES(q.mu) {
 std::size_t max_free_chunks(const Queue& q) CHANFLOW_REQUIRES(q.mu) {
   return std::max(kept_chunks(q), q.limit / kChunkBytes);
 }
+// The backlog at which the writer gives up rendering as it goes and spools (writer_main): 4
+// chunks (256 KiB) still queued, or half the queue's bound when that is smaller. A writer that
+// keeps up finds at most about one queued (it drains every kWriterLinger); a recording that
+// outruns it finds a dozen by then. It used to wait for half the bound (32 chunks by default),
+// rendering on a whole core meanwhile: measured on a traced ping-pong, spooling from the start
+// made it 1.84x its untraced time at 1 worker (1.93x so) and 1.63x at 2 (1.82x), and 1.91x
+// against 2.16x at 1 worker beside a CPU hog (docs/benchmarks_history.md).
+constexpr std::size_t kSpoolBacklog = 4;
+std::size_t spool_backlog(const Queue& q) CHANFLOW_REQUIRES(q.mu) {
+  return std::max<std::size_t>(1, std::min(kSpoolBacklog, q.limit / kChunkBytes / 2));
+}
 // How long the writer waits for a chunk before it asks to be notified of the next one.
 constexpr auto kWriterLinger = std::chrono::milliseconds(2);
 
@@ -1125,11 +1136,12 @@ enum class SpoolMode : uint8_t {
 
 // The writer thread. While it keeps up, it renders each chunk as JSON and appends it to the file
 // (or Queue::memory) as it comes: a process killed meanwhile leaves the events up to then. Once
-// it finds the queue half full (the recorders produce events faster than it renders them, which
-// a busy green-thread program does: millions of events a second), it spools the rest of the
-// recording's chunks as they are, a copy per chunk, and stop() renders them after it. Rendering
-// is what costs (~100 ns an event); a writer that rendered through the recording would take a
-// core from the traced program, and still fall behind and drop.
+// it finds kSpoolBacklog chunks still queued behind the one it takes (the recorders produce
+// events faster than it renders them, which a busy green-thread program does: millions of events
+// a second), it spools the rest of the recording's chunks as they are, a copy per chunk, and
+// stop() renders them after it. Rendering is what costs (~100 ns an event); a writer that
+// rendered through the recording would take a core from the traced program, and still fall
+// behind and drop.
 void writer_main(std::FILE* f, std::string path, SpoolMode mode) {
   Queue& q = queue();
   std::string text;
@@ -1154,8 +1166,8 @@ void writer_main(std::FILE* f, std::string path, SpoolMode mode) {
       c = std::move(q.chunks.front());
       q.chunks.pop_front();
       names.swap(q.names);  // registered before c was handed over: c's events may use them
-      fell_behind = fell_behind ||
-                    (spool == nullptr && !no_spool && 2 * q.chunks.size() * kChunkBytes >= q.limit);
+      fell_behind =
+          fell_behind || (spool == nullptr && !no_spool && q.chunks.size() >= spool_backlog(q));
     }
     if (fell_behind) {  // opened outside the lock: recorders hand off under it
       fell_behind = false;
