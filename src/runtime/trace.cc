@@ -353,7 +353,7 @@ Queue& queue() {
 // at once), not freed; and start() faults in kept_chunks(q) of them ahead, which stop() keeps
 // for the next recording. Measured: a traced ping-pong has up to about 30 chunks in flight (the
 // writer lingers 2 ms, kWriterLinger, between drains), so with 8 kept a recorder paid ~400 page
-// faults, about 2 ms, in each 40 ms run; with 32, none.
+// faults in each 40 ms run; with 32, none.
 constexpr std::size_t kKeptChunks = 32;  // 2 MiB
 std::size_t kept_chunks(const Queue& q) CHANFLOW_REQUIRES(q.mu) {
   return std::min(kKeptChunks, std::max<std::size_t>(1, q.limit / kChunkBytes));
