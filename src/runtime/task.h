@@ -41,11 +41,13 @@ struct Task {
   // Tracing (trace_impl.h): when its current run began (0: not traced); the wake that readied it
   // and is recorded with its next run slice (written by its waker; the run queue's release/acquire
   // hands it to the worker that runs it); the wake that started its current run (moved there by
-  // trace_run_begin, read by trace_run_end on the same worker); the recording that has its name
-  // (trace_run_end registers it once per recording; written only by the worker running it).
+  // trace_run_begin, read by trace_run_end on the same worker); what its last recorded park on a
+  // mutex or wait group showed (TraceWaitLabel); the recording that has its name (trace_run_end
+  // registers it once per recording; written only by the worker running it).
   int64_t trace_run_ns = 0;
   TraceWake trace_wake;
   TraceWake trace_run_wake;
+  TraceWaitLabel trace_wait_label;
   uint64_t trace_named_in = 0;
   bool parked = false;  // parked on a chanflow primitive (reports), guarded by the park
   // The innermost live ScopedParkCallback of this green thread (work_sharing.h), whose chain

@@ -1287,7 +1287,8 @@ void trace_set_timer_thread() noexcept { t_is_timer = true; }
 
 bool trace_render_bytes(const unsigned char* data, std::size_t n, std::string* out) {
   os::LockGuard g(g_session_mu);
-  if (g_generation.load(std::memory_order_relaxed) != 0) {
+  // A writer still running (a stop() that failed before joining it) renders with the same state.
+  if (g_generation.load(std::memory_order_relaxed) != 0 || g_writer != nullptr) {
     CHANFLOW_THROW(Error) << "trace_render_bytes: a recording is on";
   }
   // The renderer's state is the recording's: reset as start() does, and left so for the next.
@@ -1362,15 +1363,18 @@ void trace_wake(Parker* p) noexcept {
         by = By::kTimer;
         ok = ObjKind::kSleep;
         break;
-      // Alive: the waker is in the unlock() or add() that releases p, and a wait group may not
-      // be destroyed before every wait() on it has returned (wait_group.h).
+      // Not read from the object: a wait group released with several waiters may already be
+      // destroyed by one that ran (add() unparks them after its lock). Its name, as the park
+      // recorded it (trace_run_end, under the object's lock, which add() and unlock() took
+      // since), when this recording recorded that park; else its address.
       case WaitReason::kMutex:
-        by = By::kUnlock;
-        ok = sync_obj(static_cast<const Mutex*>(p->wait_obj)->trace_label(), &obj);
-        break;
       case WaitReason::kWaitGroup:
-        by = By::kWaitGroup;
-        ok = sync_obj(static_cast<const WaitGroup*>(p->wait_obj)->trace_label(), &obj);
+        by = p->reason == WaitReason::kMutex ? By::kUnlock : By::kWaitGroup;
+        if (t->trace_wait_label.obj != 0 &&
+            t->trace_wait_label.generation == g_generation.load(std::memory_order_relaxed)) {
+          ok = ObjKind::kLabel;
+          obj = t->trace_wait_label.obj;
+        }
         break;
       default:
         break;
@@ -1475,11 +1479,15 @@ void trace_run_end(Worker* w, Task* t, RunEnd end) noexcept {
       case WaitReason::kMutex:
         wait = WaitKind::kMutex;
         wait_obj_kind = sync_obj(static_cast<const Mutex*>(p.wait_obj)->trace_label(), &wait_obj);
+        t->trace_wait_label = {wait_obj_kind == ObjKind::kLabel ? wait_obj : 0,
+                               g_generation.load(std::memory_order_relaxed)};
         break;
       case WaitReason::kWaitGroup:
         wait = WaitKind::kWaitGroup;
         wait_obj_kind =
             sync_obj(static_cast<const WaitGroup*>(p.wait_obj)->trace_label(), &wait_obj);
+        t->trace_wait_label = {wait_obj_kind == ObjKind::kLabel ? wait_obj : 0,
+                               g_generation.load(std::memory_order_relaxed)};
         break;
       default:
         break;

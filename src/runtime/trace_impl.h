@@ -47,6 +47,15 @@ struct TraceWake {
   ObjKind obj_kind = ObjKind::kNone;
 };
 
+// The label id of the named mutex or wait group a green thread's last recorded park waited on
+// (0: unnamed), and the recording that recorded it: for the wake that ends the park, which must
+// not read the object (trace_wake). Written by trace_run_end under the object's lock; read by
+// the waker, which took that lock since.
+struct TraceWaitLabel {
+  uint64_t obj = 0;
+  uint64_t generation = 0;
+};
+
 // A green thread was created by the calling thread (`parent`: the green thread that spawned it,
 // or null): the "go" instant, and a "spawn" wake (recorded with its first run).
 void trace_go(Task* t, const Task* parent) noexcept;

@@ -25,10 +25,11 @@ class CHANFLOW_API WaitGroup {
   explicit WaitGroup(std::string name);
   WaitGroup(const WaitGroup&) = delete;
   WaitGroup& operator=(const WaitGroup&) = delete;
-  // Must not be destroyed while a wait() is in progress. May be destroyed as soon as a wait()
-  // has returned, even while the add()/done() that released it is still returning: after
-  // bringing the counter to 0 add() touches nothing of the WaitGroup (as Go's, so the group may
-  // live in the waiter's frame or in state the waiter frees).
+  // Must not be destroyed while a wait() is in progress that no add() has released yet. May be
+  // destroyed as soon as a wait() has returned, even while the add()/done() that released it is
+  // still returning and the other waiters it released are still on their way out: after
+  // bringing the counter to 0 neither add() nor those waiters touch the WaitGroup (as Go's, so
+  // the group may live in the waiter's frame or in state the waiter frees).
   ~WaitGroup() = default;
 
   // Adds n (may be negative) to the counter; reaching 0 releases every waiter. Throws Error if the
