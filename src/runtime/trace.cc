@@ -719,6 +719,15 @@ void append_track_name(std::string& out, bool is_process, uint32_t pid, uint32_t
   put(out, "}}");
 }
 
+// Forgets the labels the renderer met (for a new recording, or trace_render_bytes).
+void reset_labels(Queue& q) {
+  q.obj_labels.clear();
+  q.gnames.clear();
+  q.unnamed_objs.clear();
+  q.unnamed_gs.clear();
+  q.recent = {};
+}
+
 // label_of's lookup past its recent slots (Queue::recent).
 const std::string& find_label(Queue& q, uint64_t id, bool is_g) {
   auto& named = is_g ? q.gnames : q.obj_labels;
@@ -1298,11 +1307,7 @@ bool trace_render_bytes(const unsigned char* data, std::size_t n, std::string* o
   if (c.used != 0) std::memcpy(c.data.get(), data, c.used);
   q.write_failed = false;
   q.any_event = false;
-  q.obj_labels.clear();
-  q.gnames.clear();
-  q.unnamed_objs.clear();
-  q.unnamed_gs.clear();
-  q.recent = {};
+  reset_labels(q);
   q.runtime_pid = runtime_pid();
   g_start_ns.store(0, std::memory_order_relaxed);
   render_chunk(c, *out);
@@ -1924,11 +1929,7 @@ void start(const Options& options) {
     label_names().clear();
     gthread_names().clear();
   }
-  q.obj_labels.clear();
-  q.gnames.clear();
-  q.unnamed_objs.clear();
-  q.unnamed_gs.clear();
-  q.recent = {};
+  reset_labels(q);
   q.runtime_pid = runtime_pid();
   g_max_events.store(options.max_events, std::memory_order_relaxed);
   g_reserved.store(0, std::memory_order_relaxed);
