@@ -549,6 +549,14 @@ Task* SchedulerImpl::steal(Worker* thief, Worker* victim, bool take_runnext) {
           thief->runnext_grace_waits.load(std::memory_order_relaxed) + 1,
           std::memory_order_relaxed);
       const uint64_t seen = victim->dispatches.load(std::memory_order_relaxed);
+      // First let the victim have this CPU, should it be waiting for it. With more runnable
+      // threads than CPUs (another process busy, or more workers than CPUs), a ready's wake-up of
+      // this worker is often scheduled onto the victim's CPU and preempts it, and a preempted
+      // victim dispatches nothing: the grace would then take its runnext on every wake-up, moving
+      // a ping-pong to the thief at each hand-off, whose next ready preempts the other worker in
+      // turn. Yielding, the thief sees the victim dispatch and backs off. When the victim runs on
+      // another CPU, this returns at once.
+      sched_yield();
       const int64_t until = steady_ns() + kRunnextGraceNs;
       do {
 #if defined(__x86_64__) || defined(__i386__)
@@ -569,6 +577,10 @@ Task* SchedulerImpl::steal(Worker* thief, Worker* victim, bool take_runnext) {
       }
       thief->runnext_backoff_ns = 0;
       Task* t = victim->runnext.exchange(nullptr, std::memory_order_acq_rel);
+      if (t != nullptr) {
+        thief->runnext_steals.store(thief->runnext_steals.load(std::memory_order_relaxed) + 1,
+                                    std::memory_order_relaxed);
+      }
       return t != nullptr ? prefetch_if_cold(thief, t) : nullptr;
     }
     return nullptr;

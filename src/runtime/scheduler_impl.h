@@ -67,6 +67,8 @@ struct Worker {
   int64_t runnext_backoff_ns = 0;
   // Grace waits this worker started as a thief (written by the owner only; tests read it).
   std::atomic<uint64_t> runnext_grace_waits{0};
+  // Runnext tasks this worker took as a thief after the grace (owner-written; tests read it).
+  std::atomic<uint64_t> runnext_steals{0};
   uint32_t tick = 0;
   uint64_t rng = 0;
   void* tsan_fiber = nullptr;
