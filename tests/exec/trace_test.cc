@@ -44,6 +44,32 @@ json traced_run(const cf::Program& p, int workers) {
   return json::parse(cf::trace::to_json());
 }
 
+// Whether a run slice of this trace parks on one of `chans` and a wake flow names one. Up to the
+// schedule in a run of fibonacci.pbtxt: its go block is the only green thread, and when block 0 (on
+// the calling thread, whose waits are not run slices) is always first at the channel, the go
+// block's sends never park (tools/check_trace_fibonacci.py makes attempts for the same reason).
+bool parks_and_wakes_on(const json& doc, const std::set<std::string>& chans) {
+  bool parked = false;
+  bool woken = false;
+  for (const json& e : doc["traceEvents"]) {
+    const std::string cat = e.value("cat", "");
+    if (cat == "run" && e["args"].value("end", "") == "park") {
+      const json& w = e["args"]["wait"];
+      parked |= chans.count(w.value("obj", "")) > 0;
+      for (const json& c : w.value("cases", json::array())) {
+        parked |= chans.count(c.value("obj", "")) > 0;
+      }
+    } else if (cat == "wake" && e.value("ph", "") == "s") {
+      woken |= chans.count(e["args"].value("obj", "")) > 0;
+    }
+  }
+  return parked && woken;
+}
+
+// Runs of fibonacci.pbtxt made for one in which the go block parks on a channel (1-3% of runs do
+// not, on any worker count, here).
+constexpr int kFibonacciAttempts = 20;
+
 class ExecutorTrace : public testing::TestWithParam<int> {};
 
 TEST_P(ExecutorTrace, FibonacciParksOnItsChannelsAndWakeFlowsLandOnRunStarts) {
@@ -51,7 +77,11 @@ TEST_P(ExecutorTrace, FibonacciParksOnItsChannelsAndWakeFlowsLandOnRunStarts) {
       cf::Program::from_file(std::string(CHANFLOW_PROGRAMS_DIR) + "/fibonacci.pbtxt");
   const std::set<std::string> chans = channel_names(p);
   ASSERT_FALSE(chans.empty());
-  const json doc = traced_run(p, GetParam());
+  json doc;
+  for (int attempt = 0; attempt < kFibonacciAttempts; ++attempt) {
+    doc = traced_run(p, GetParam());
+    if (parks_and_wakes_on(doc, chans)) break;
+  }
   ASSERT_TRUE(doc["otherData"]["complete"].get<bool>());
   EXPECT_EQ(doc["otherData"]["chanflow_trace"], 1);
 
