@@ -55,7 +55,8 @@ def dump_dom(browser, page, profile, fragment=""):
 
 def check_park_tooltip(name, browser, page, profile):
     """The first parked run slice's details, as hovering shows them, through the page's #at= link:
-    its green thread and what it parked on."""
+    its green thread and what it parked on. (Slices without a green thread, g < 0, are OS threads'
+    blocking waits.)"""
     with open(page, encoding="utf-8") as f:
         m = re.search(r'<script type="application/json" id="trace-data">(.*?)</script>', f.read(),
                       re.S)
@@ -63,7 +64,7 @@ def check_park_tooltip(name, browser, page, profile):
     sl, strings = d["slices"], d["strings"]
     for i in range(0, len(sl), 8):
         track, ts, dur, _, _, g, _, wait = sl[i:i + 8]
-        if wait >= 0:
+        if wait >= 0 and g >= 0:
             break
     else:
         return None  # no park in this trace

@@ -128,6 +128,8 @@ Json timeline_data(const Trace& t, const Summary& s) {
         sl.g = e.args["g"].get<int64_t>();
         sl.end = str(e.args["end"].get<std::string>());
         if (auto w = e.args.find("wait"); w != e.args.end()) sl.wait = str(wait_text(*w));
+      } else if (e.cat == "wait") {  // an OS thread's blocking wait
+        if (auto w = e.args.find("wait"); w != e.args.end()) sl.wait = str(wait_text(*w));
       }
       slices.push_back(sl);
     } else if ((e.ph == 's' || e.ph == 'f') && track >= 0) {
@@ -486,7 +488,7 @@ constexpr const char* kScript = R"js(
       if (g >= 0) lines.push('green thread ' + g + ' ' + (D.gnames[g] || ''));
       lines.push('start ' + human(ts + D.t0) + ', duration ' + human(du));
       if (sl[i * 8 + 6] >= 0) lines.push('ended: ' + S[sl[i * 8 + 6]]);
-      if (sl[i * 8 + 7] >= 0) lines.push('parked on: ' + S[sl[i * 8 + 7]]);
+      if (sl[i * 8 + 7] >= 0) lines.push((g >= 0 ? 'parked on: ' : 'blocked on: ') + S[sl[i * 8 + 7]]);
       return lines.join('\n');
     }
     return null;

@@ -244,7 +244,8 @@ TraceEvent read_event(const std::string& file, int64_t index, Json& ev) {
     r.string("args.gname");
     if (r.get("args.parent") != nullptr) r.integer("args.parent");
   } else if (e.ph == 's' && e.cat == "wake") {
-    r.integer("args.g");
+    // Without a green thread: the wake of an OS thread's blocking wait (a "blocked" slice).
+    if (r.get("args.g") != nullptr) r.integer("args.g");
   } else if (e.ph == 'X' && e.cat == "node") {
     r.integer("args.node");
     if (r.get("args.run") != nullptr) r.integer("args.run");
@@ -573,7 +574,7 @@ Summary summarize(const Trace& t) {
       g.s.name = e.args["gname"].get<std::string>();
       g.s.parent = e.args.value("parent", int64_t{0});
       g.created = e.ts;
-    } else if (e.ph == 's' && e.cat == "wake") {
+    } else if (e.ph == 's' && e.cat == "wake" && e.args.contains("g")) {
       gs[e.args["g"].get<int64_t>()].wakes.push_back(e.ts);
     } else if (e.ph == 'X' && e.cat == "node") {
       nodes[{e.pid, e.args.value("run", int64_t{-1})}].push_back(&e);

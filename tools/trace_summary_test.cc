@@ -347,7 +347,7 @@ TEST(TraceSummary, BadInputsNameFileEventAndField) {
        R"("wait":{"kind":"select","obj":"s","cases":[{"kind":"chan.recv"}]}}})",
        0, "args.wait.cases[0].obj"},
       {R"({"ph":"s","cat":"wake","ts":0,"pid":1,"tid":1,"args":{"g":1}})", 0, "id"},
-      {R"({"ph":"s","cat":"wake","id":1,"ts":0,"pid":1,"tid":1,"args":{}})", 0, "args.g"},
+      {R"({"ph":"s","cat":"wake","id":1,"ts":0,"pid":1,"tid":1,"args":{"g":"x"}})", 0, "args.g"},
       {R"({"ph":"X","cat":"node","ts":0,"dur":1,"pid":1,"tid":1,"args":{"node":1,"inputs":[0,"x"]}})",
        0, "args.inputs[1]"},
       {R"({"ph":"i","cat":"gthread","name":"go","ts":0,"pid":1,"tid":1,"args":{"g":1}})", 0,

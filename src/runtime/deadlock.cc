@@ -216,6 +216,8 @@ void deadlock_unregister_scheduler(SchedulerImpl* s) {
   g_total_workers -= s->nworkers;
 }
 
+int os_waiter_count() noexcept { return g_os_waiter_count.load(std::memory_order_seq_cst); }
+
 void os_waiter_add(Parker* p) {
   os::LockGuard lock(g_mu);
   p->prev_os = nullptr;

@@ -24,6 +24,10 @@ void deadlock_poke() noexcept;
 
 void os_waiter_add(Parker* p);
 void os_waiter_remove(Parker* p);
+// OS threads parked now (each registered before it releases what it waits on). Lock-free: a
+// test waits on it for an OS thread to block, where polling the object's own lock would compete
+// with the thread taking it.
+int os_waiter_count() noexcept;
 
 enum class DeadlockState { kNo, kForeignThreads, kYes };
 // For a parked OS thread: if the deadlock condition holds and p's wait can still be canceled,

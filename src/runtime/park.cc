@@ -1,5 +1,7 @@
 // park.cc — parking and waking green threads and OS threads.
+#include <cstddef>
 #include <string>
+#include <type_traits>
 
 #include "chanflow/core/check.h"
 #include "chanflow/core/error.h"
@@ -40,7 +42,22 @@ struct ParkCallbackAccess {
 
 namespace {
 
-thread_local Parker t_os_parker;
+// An OS thread's parker and what the trace keeps with it. Every Parker that is not a Task's is
+// the `parker` of one of these (current_parker), so os_parker_of() finds the rest from it.
+struct OsParker {
+  Parker parker;
+  // The label of the named mutex or wait group the thread blocks on, left by
+  // trace_os_block_begin under the object's lock for the waker, which takes that lock since.
+  TraceWaitLabel trace_label;
+  // What woke it: written by the waker before it sets os_word (release), read by the thread
+  // after it saw os_word set (acquire).
+  TraceWake trace_wake;
+};
+static_assert(std::is_standard_layout_v<OsParker> && offsetof(OsParker, parker) == 0);
+
+OsParker* os_parker_of(Parker* p) noexcept { return reinterpret_cast<OsParker*>(p); }
+
+thread_local OsParker t_os_parker;
 thread_local std::string t_deadlock_report;
 
 // How long a parked OS thread sleeps before it runs its own deadlock check; also the period of
@@ -55,6 +72,10 @@ thread_local std::string t_deadlock_report;
 constexpr long kCheckPeriodNs = 50L * 1000 * 1000;  // 50 ms
 
 uint32_t os_park(Parker* p, void (*unlock)(void*), void* arg) {
+  OsParker* os = os_parker_of(p);
+  // Before the unlock: what it blocks on is read while alive.
+  const bool traced = trace_on();
+  if (traced) trace_os_block_begin(p, &os->trace_label, &os->trace_wake);
   p->os_word.store(0, std::memory_order_relaxed);
   os_waiter_add(p);
   if (unlock != nullptr) unlock(arg);
@@ -82,6 +103,7 @@ uint32_t os_park(Parker* p, void (*unlock)(void*), void* arg) {
     if (timeout != 0) check = true;
   }
   os_waiter_remove(p);
+  if (traced) trace_os_block_end(os->trace_wake);
   const uint32_t st = canceled ? Parker::kCanceled : p->state.load(std::memory_order_acquire);
   p->state.store(Parker::kIdle, std::memory_order_relaxed);
   return st;
@@ -92,7 +114,7 @@ uint32_t os_park(Parker* p, void (*unlock)(void*), void* arg) {
 Parker* current_parker() noexcept {
   Task* t = current_task();
   if (t != nullptr) return &t->parker;
-  return &t_os_parker;
+  return &t_os_parker.parker;
 }
 
 uint32_t park(Parker* p, void (*unlock)(void*), void* arg) {
@@ -116,6 +138,10 @@ void unpark(Parker* p) noexcept {
     if (trace_on()) trace_wake(p);
     t->sched->ready(t, false);
     return;
+  }
+  if (trace_on()) {
+    OsParker* os = os_parker_of(p);
+    trace_os_wake(p, os->trace_label, &os->trace_wake);
   }
   p->os_word.store(1, std::memory_order_release);
   futex_wake_all(&p->os_word);

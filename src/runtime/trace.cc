@@ -124,7 +124,7 @@ enum class By : uint8_t {
 };
 constexpr std::string_view kByNames[] = {"chan.send", "chan.recv", "chan.close", "timer", "unlock",
                                          "waitgroup", "cancel",    "spawn",      "other"};
-constexpr std::string_view kRunEndNames[] = {"park", "yield", "exit"};
+constexpr std::string_view kRunEndNames[] = {"park", "yield", "exit", "blocked"};
 
 struct Head {
   uint32_t size;  // of the whole record, a multiple of 8
@@ -606,10 +606,13 @@ void append_format(std::string& out, const char* format, A... args) {
   out.append(buf, static_cast<std::size_t>(std::clamp<int>(n, 0, sizeof(buf) - 1)));
 }
 
-// a - b, wrapping: the renderer's arithmetic on recorded times, which a spool read back wrong
-// may hold at any value (real readings are far from the ends of the range).
+// a - b and a + b, wrapping: the renderer's arithmetic on recorded times, which a spool read back
+// wrong may hold at any value (real readings are far from the ends of the range).
 int64_t wrapping_sub(int64_t a, int64_t b) {
   return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b));
+}
+int64_t wrapping_add(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
 }
 
 int64_t rel_ns(int64_t ns) { return wrapping_sub(ns, g_start_ns.load(std::memory_order_relaxed)); }
@@ -801,15 +804,27 @@ void append_gname(std::string& out, std::string_view name, int64_t g) {
 }
 
 // A run record: its slice, and when a wake started it, the wake flow (its start on the waker's
-// track at the wake's time, its end at the slice's start).
+// track at the wake's time, its end at the slice's start). An OS thread's blocking wait (end
+// kBlocked) is a "blocked" slice of category "wait" instead, on that thread's track, without a
+// green thread; its wake flow ends where the wait does.
 void render_run(const RunRec& r, const RunWake* wake, const CaseRec* cases, std::string& out) {
   Piece o(out);
-  o.lit("{\"cat\":\"run\",\"name\":").str(label_of(r.g, /*is_g=*/true)).ch(',');
+  const bool blocked = static_cast<RunEnd>(r.end) == RunEnd::kBlocked;
+  if (blocked) {
+    o.lit("{\"cat\":\"wait\",\"name\":\"blocked\",");
+  } else {
+    o.lit("{\"cat\":\"run\",\"name\":").str(label_of(r.g, /*is_g=*/true)).ch(',');
+  }
   o.run_common("X", r.ts, r.tid).lit(",\"dur\":").us(r.dur);
-  o.lit(",\"args\":{\"g\":").num(static_cast<int64_t>(r.g));
-  o.lit(",\"end\":\"").str(kRunEndNames[r.end]).ch('"');
-  if (static_cast<RunEnd>(r.end) == RunEnd::kPark) {
-    o.lit(",\"wait\":{\"kind\":\"").str(kWaitKindNames[r.wait]).lit("\",\"obj\":");
+  if (blocked) {
+    o.lit(",\"args\":{");
+  } else {
+    o.lit(",\"args\":{\"g\":").num(static_cast<int64_t>(r.g));
+    o.lit(",\"end\":\"").str(kRunEndNames[r.end]).ch('"');
+  }
+  if (static_cast<RunEnd>(r.end) == RunEnd::kPark || blocked) {
+    if (!blocked) o.ch(',');
+    o.lit("\"wait\":{\"kind\":\"").str(kWaitKindNames[r.wait]).lit("\",\"obj\":");
     o.obj(r.wait_obj_kind, r.wait_obj);
     if (static_cast<WaitKind>(r.wait) == WaitKind::kSelect) {
       o.lit(",\"cases\":[");
@@ -829,15 +844,17 @@ void render_run(const RunRec& r, const RunWake* wake, const CaseRec* cases, std:
   }
   const auto id = static_cast<int64_t>(g_next_flow.fetch_add(1, std::memory_order_relaxed));
   o.lit(",\n{\"cat\":\"wake\",\"name\":\"wake\",").run_common("s", wake->ns, r.wake_tid);
-  o.lit(",\"id\":").num(id).lit(",\"args\":{\"g\":").num(static_cast<int64_t>(r.g));
-  o.lit(",\"by\":\"").str(kByNames[r.wake_by]);
+  o.lit(",\"id\":").num(id).lit(",\"args\":{");
+  if (!blocked) o.lit("\"g\":").num(static_cast<int64_t>(r.g)).ch(',');
+  o.lit("\"by\":\"").str(kByNames[r.wake_by]);
   o.lit("\",\"by_g\":").num(static_cast<int64_t>(wake->by_g)).lit(",\"obj\":");
   if (static_cast<By>(r.wake_by) == By::kSpawn) {
     o.str(label_of(r.g, /*is_g=*/true));  // its own name
   } else {
     o.obj(r.wake_obj_kind, wake->obj);
   }
-  o.lit("}},\n{\"cat\":\"wake\",\"name\":\"wake\",").run_common("f", r.ts, r.tid);
+  o.lit("}},\n{\"cat\":\"wake\",\"name\":\"wake\",")
+      .run_common("f", blocked ? wrapping_add(r.ts, r.dur) : r.ts, r.tid);
   o.lit(",\"bp\":\"e\",\"id\":").num(id).ch('}').end();
 }
 
@@ -1000,7 +1017,7 @@ std::size_t record_size_if_valid(const unsigned char* p, std::size_t avail) {
   std::memcpy(&kind, p + offsetof(Head, kind), sizeof(kind));
   if (kind > kLastKind || size % 8 != 0 || size > avail) return 0;
   auto known = [](uint8_t end, uint8_t wait, ObjKind wait_obj, uint8_t by, ObjKind wake_obj) {
-    return end <= static_cast<uint8_t>(RunEnd::kExit) &&
+    return end <= static_cast<uint8_t>(RunEnd::kBlocked) &&
            wait <= static_cast<uint8_t>(WaitKind::kOther) && wait_obj <= ObjKind::kNilChan &&
            by <= static_cast<uint8_t>(By::kOther) && wake_obj <= ObjKind::kNilChan;
   };
@@ -1285,6 +1302,90 @@ ObjKind chan_obj(const ChanBase* c, uint64_t* obj) noexcept {
   return ObjKind::kLabel;
 }
 
+// What a parker waits on: the file's wait kind and object, and a select's first cases (up to
+// kMaxCases).
+struct WaitDesc {
+  WaitKind wait = WaitKind::kOther;
+  ObjKind obj_kind = ObjKind::kNone;
+  uint64_t obj = 0;
+  std::size_t ncases = 0;
+};
+
+// p's armed wait, read while the locks of what it waits on are held (the objects are alive). For a
+// mutex or wait group, also leaves its label in *label for the waker, which must not read the
+// object (fill_wake).
+WaitDesc describe_wait(const Parker& p, TraceWaitLabel* label) {
+  WaitDesc d;
+  switch (p.reason) {
+    case WaitReason::kChanSend:
+    case WaitReason::kChanRecv: {
+      const auto* c = static_cast<const ChanBase*>(p.wait_obj);
+      d.wait = chan_wait_kind(c, p.reason == WaitReason::kChanSend);
+      d.obj_kind = chan_obj(c, &d.obj);
+      break;
+    }
+    case WaitReason::kSelect:
+      d.wait = WaitKind::kSelect;
+      d.obj_kind = ObjKind::kSelect;
+      d.ncases = std::min<std::size_t>(p.nwaiters, kMaxCases);
+      break;
+    case WaitReason::kNilChan:
+      d.obj_kind = ObjKind::kNilChan;
+      break;
+    case WaitReason::kSleep:
+      d.wait = WaitKind::kTimer;
+      d.obj_kind = ObjKind::kSleep;
+      break;
+    case WaitReason::kMutex:
+    case WaitReason::kWaitGroup: {
+      const bool mutex = p.reason == WaitReason::kMutex;
+      d.wait = mutex ? WaitKind::kMutex : WaitKind::kWaitGroup;
+      d.obj_kind = sync_obj(mutex ? static_cast<const Mutex*>(p.wait_obj)->trace_label()
+                                  : static_cast<const WaitGroup*>(p.wait_obj)->trace_label(),
+                            &d.obj);
+      *label = {d.obj_kind == ObjKind::kLabel ? d.obj : 0,
+                g_generation.load(std::memory_order_relaxed)};
+      break;
+    }
+    default:
+      break;
+  }
+  if (d.obj_kind == ObjKind::kNone) {
+    d.obj_kind = ObjKind::kAddr;
+    d.obj = reinterpret_cast<std::uintptr_t>(p.wait_obj);
+  }
+  return d;
+}
+
+// A select's first n cases as records (p's locks held, as for describe_wait).
+void put_cases(const Parker& p, std::size_t n, CaseRec* out) {
+  for (std::size_t i = 0; i < n; ++i) {
+    const Waiter& wt = p.waiters[i];
+    auto* c = new (out + i) CaseRec{};
+    c->kind = chan_wait_kind(wt.chan, wt.is_send);
+    c->obj_kind = chan_obj(wt.chan, &c->obj);
+  }
+}
+
+// A wide run record's wake: its fields in r, and the RunWake written at q; returns past it.
+unsigned char* put_wide_wake(RunRec* r, const TraceWake& wk, unsigned char* q) noexcept {
+  r->has_wake = 1;
+  r->wake_tid = wk.tid;
+  r->wake_by = wk.by;
+  r->wake_obj_kind = wk.obj_kind;
+  new (q) RunWake{wk.ns, wk.obj, wk.by_g};
+  return q + sizeof(RunWake);
+}
+
+// The calling OS thread's blocking wait in progress (trace_os_block_begin .. _end).
+struct OsBlock {
+  int64_t start = 0;  // 0: none recorded
+  uint64_t generation = 0;
+  WaitDesc desc;
+  CaseRec cases[kMaxCases];
+};
+thread_local OsBlock t_os_block;
+
 }  // namespace
 
 // A worker samples the run-queue length at most this often (ns).
@@ -1342,64 +1443,127 @@ void trace_go(Task* t, const Task* parent) noexcept {
   }
 }
 
+namespace {
+
+// What woke p's thread (from p's armed reason and fired waiter), who, and when, into wk. `label`:
+// what the park of a mutex or wait group left for its waker (the object itself may be gone).
+void fill_wake(Parker* p, const TraceWaitLabel& label, TraceWake& wk) {
+  By by = By::kOther;
+  ObjKind ok = ObjKind::kNone;
+  uint64_t obj = 0;
+  const Waiter* fired = p->fired;
+  switch (p->reason) {
+    case WaitReason::kChanSend:
+    case WaitReason::kChanRecv:
+    case WaitReason::kSelect:
+      if (fired != nullptr) {
+        const ChanBase* c = fired->chan;
+        if (!fired->success) {
+          by = c != nullptr && c->is_context_done() ? By::kCancel : By::kChanClose;
+        } else {
+          by = fired->is_send ? By::kChanRecv : By::kChanSend;
+        }
+        ok = chan_obj(c, &obj);
+      }
+      break;
+    case WaitReason::kSleep:
+      by = By::kTimer;
+      ok = ObjKind::kSleep;
+      break;
+    // Not read from the object: a wait group released with several waiters may already be
+    // destroyed by one that ran (add() unparks them after its lock). Its name, as the park
+    // recorded it (trace_run_end, under the object's lock, which add() and unlock() took
+    // since), when this recording recorded that park; else its address.
+    case WaitReason::kMutex:
+    case WaitReason::kWaitGroup:
+      by = p->reason == WaitReason::kMutex ? By::kUnlock : By::kWaitGroup;
+      if (label.obj != 0 && label.generation == g_generation.load(std::memory_order_relaxed)) {
+        ok = ObjKind::kLabel;
+        obj = label.obj;
+      }
+      break;
+    default:
+      break;
+  }
+  if (t_is_timer && by != By::kCancel) by = By::kTimer;
+  if (ok == ObjKind::kNone && p->wait_obj != nullptr) {
+    ok = ObjKind::kAddr;
+    obj = reinterpret_cast<std::uintptr_t>(p->wait_obj);
+  }
+  Worker* here = current_worker();
+  const trace::Track tr =
+      here != nullptr && here->trace_track.tid != 0 ? here->trace_track : here_track();
+  const Task* waker = here != nullptr ? here->current : nullptr;
+  wk.ns = record_ns();
+  wk.obj = obj;
+  wk.by_g = waker != nullptr ? waker->id : 0;
+  wk.tid = tr.tid;
+  wk.by = static_cast<uint8_t>(by);
+  wk.obj_kind = ok;
+}
+
+}  // namespace
+
 void trace_wake(Parker* p) noexcept {
   Task* t = p->task;
   if (t == nullptr) return;
   try {
-    By by = By::kOther;
-    ObjKind ok = ObjKind::kNone;
-    uint64_t obj = 0;
-    const Waiter* fired = p->fired;
-    switch (p->reason) {
-      case WaitReason::kChanSend:
-      case WaitReason::kChanRecv:
-      case WaitReason::kSelect:
-        if (fired != nullptr) {
-          const ChanBase* c = fired->chan;
-          if (!fired->success) {
-            by = c != nullptr && c->is_context_done() ? By::kCancel : By::kChanClose;
-          } else {
-            by = fired->is_send ? By::kChanRecv : By::kChanSend;
-          }
-          ok = chan_obj(c, &obj);
-        }
-        break;
-      case WaitReason::kSleep:
-        by = By::kTimer;
-        ok = ObjKind::kSleep;
-        break;
-      // Not read from the object: a wait group released with several waiters may already be
-      // destroyed by one that ran (add() unparks them after its lock). Its name, as the park
-      // recorded it (trace_run_end, under the object's lock, which add() and unlock() took
-      // since), when this recording recorded that park; else its address.
-      case WaitReason::kMutex:
-      case WaitReason::kWaitGroup:
-        by = p->reason == WaitReason::kMutex ? By::kUnlock : By::kWaitGroup;
-        if (t->trace_wait_label.obj != 0 &&
-            t->trace_wait_label.generation == g_generation.load(std::memory_order_relaxed)) {
-          ok = ObjKind::kLabel;
-          obj = t->trace_wait_label.obj;
-        }
-        break;
-      default:
-        break;
-    }
-    if (t_is_timer && by != By::kCancel) by = By::kTimer;
-    if (ok == ObjKind::kNone && p->wait_obj != nullptr) {
-      ok = ObjKind::kAddr;
-      obj = reinterpret_cast<std::uintptr_t>(p->wait_obj);
-    }
-    Worker* here = current_worker();
-    const trace::Track tr =
-        here != nullptr && here->trace_track.tid != 0 ? here->trace_track : here_track();
-    const Task* waker = here != nullptr ? here->current : nullptr;
-    TraceWake& wk = t->trace_wake;
-    wk.ns = record_ns();
-    wk.obj = obj;
-    wk.by_g = waker != nullptr ? waker->id : 0;
-    wk.tid = tr.tid;
-    wk.by = static_cast<uint8_t>(by);
-    wk.obj_kind = ok;
+    fill_wake(p, t->trace_wait_label, t->trace_wake);
+  } catch (...) {
+  }
+}
+
+void trace_os_wake(Parker* p, const TraceWaitLabel& label, TraceWake* wake) noexcept {
+  try {
+    fill_wake(p, label, *wake);
+  } catch (...) {
+  }
+}
+
+void trace_os_block_begin(const Parker* p, TraceWaitLabel* label, TraceWake* wake) noexcept {
+  wake->ns = 0;
+  OsBlock& b = t_os_block;
+  b.start = 0;
+  const uint64_t gen = g_generation.load(std::memory_order_acquire);
+  if (gen == 0) return;
+  try {
+    b.desc = describe_wait(*p, label);
+    put_cases(*p, b.desc.ncases, b.cases);
+    b.generation = gen;
+    b.start = record_ns();
+  } catch (...) {
+    // Out of memory registering a name: this wait is not recorded.
+  }
+}
+
+void trace_os_block_end(const TraceWake& wake) noexcept {
+  OsBlock& b = t_os_block;
+  const int64_t start = b.start;
+  if (start == 0) return;
+  b.start = 0;
+  if (b.generation != g_generation.load(std::memory_order_relaxed)) return;  // stopped since
+  try {
+    const int64_t now = record_ns();
+    const trace::Track tr = here_track();
+    const bool woken = wake.ns >= start;  // not after a cancel or a deadlock check's timeout
+    const std::size_t size =
+        sizeof(RunRec) + (woken ? sizeof(RunWake) : 0) + sizeof(CaseRec) * b.desc.ncases;
+    emit_record(size, woken ? 3 : 1, [&](unsigned char* rec) {
+      auto* r = new (rec) RunRec{};
+      r->size = static_cast<uint32_t>(size);
+      r->kind = Kind::kRun;
+      r->end = static_cast<uint8_t>(RunEnd::kBlocked);
+      r->wait = static_cast<uint8_t>(b.desc.wait);
+      r->ncases = static_cast<uint8_t>(b.desc.ncases);
+      r->tid = tr.tid;
+      r->ts = start;
+      r->dur = now - start;
+      r->wait_obj = b.desc.obj;
+      r->wait_obj_kind = b.desc.obj_kind;
+      unsigned char* q = rec + sizeof(RunRec);
+      if (woken) q = put_wide_wake(r, wake, q);
+      std::memcpy(q, b.cases, sizeof(CaseRec) * b.desc.ncases);
+    });
   } catch (...) {
   }
 }
@@ -1456,52 +1620,11 @@ void trace_run_end(Worker* w, Task* t, RunEnd end) noexcept {
   // What it parks on, read while the lock of that is still held (the objects are alive).
   const Parker& p = t->parker;
   const bool parked = end == RunEnd::kPark;
-  const bool select = parked && p.reason == WaitReason::kSelect;
-  const std::size_t ncases = select ? std::min<std::size_t>(p.nwaiters, kMaxCases) : 0;
-  WaitKind wait = WaitKind::kOther;
-  ObjKind wait_obj_kind = ObjKind::kNone;
-  uint64_t wait_obj = 0;
-  if (parked) {
-    switch (p.reason) {
-      case WaitReason::kChanSend:
-      case WaitReason::kChanRecv: {
-        const auto* c = static_cast<const ChanBase*>(p.wait_obj);
-        wait = chan_wait_kind(c, p.reason == WaitReason::kChanSend);
-        wait_obj_kind = chan_obj(c, &wait_obj);
-        break;
-      }
-      case WaitReason::kSelect:
-        wait = WaitKind::kSelect;
-        wait_obj_kind = ObjKind::kSelect;
-        break;
-      case WaitReason::kNilChan:
-        wait_obj_kind = ObjKind::kNilChan;
-        break;
-      case WaitReason::kSleep:
-        wait = WaitKind::kTimer;
-        wait_obj_kind = ObjKind::kSleep;
-        break;
-      case WaitReason::kMutex:
-        wait = WaitKind::kMutex;
-        wait_obj_kind = sync_obj(static_cast<const Mutex*>(p.wait_obj)->trace_label(), &wait_obj);
-        t->trace_wait_label = {wait_obj_kind == ObjKind::kLabel ? wait_obj : 0,
-                               g_generation.load(std::memory_order_relaxed)};
-        break;
-      case WaitReason::kWaitGroup:
-        wait = WaitKind::kWaitGroup;
-        wait_obj_kind =
-            sync_obj(static_cast<const WaitGroup*>(p.wait_obj)->trace_label(), &wait_obj);
-        t->trace_wait_label = {wait_obj_kind == ObjKind::kLabel ? wait_obj : 0,
-                               g_generation.load(std::memory_order_relaxed)};
-        break;
-      default:
-        break;
-    }
-    if (wait_obj_kind == ObjKind::kNone) {
-      wait_obj_kind = ObjKind::kAddr;
-      wait_obj = reinterpret_cast<std::uintptr_t>(p.wait_obj);
-    }
-  }
+  const WaitDesc d = parked ? describe_wait(p, &t->trace_wait_label) : WaitDesc{};
+  const std::size_t ncases = d.ncases;
+  const WaitKind wait = d.wait;
+  const ObjKind wait_obj_kind = d.obj_kind;
+  const uint64_t wait_obj = d.obj;
   const TraceWake& wk = t->trace_run_wake;
   const int64_t dur = now - began;
   const int64_t lead = woken ? began - wk.ns : 0;
@@ -1571,22 +1694,9 @@ void trace_run_end(Worker* w, Task* t, RunEnd end) noexcept {
       r->wait_obj = wait_obj;
       r->wait_obj_kind = wait_obj_kind;
       q = rec + sizeof(RunRec);
-      if (woken) {
-        r->has_wake = 1;
-        r->wake_tid = wk.tid;
-        r->wake_by = wk.by;
-        r->wake_obj_kind = wk.obj_kind;
-        new (q) RunWake{wk.ns, wk.obj, wk.by_g};
-        q += sizeof(RunWake);
-      }
+      if (woken) q = put_wide_wake(r, wk, q);
     }
-    auto* cases = reinterpret_cast<CaseRec*>(q);
-    for (std::size_t i = 0; i < ncases; ++i) {
-      const Waiter& wt = p.waiters[i];
-      auto* c = new (cases + i) CaseRec{};
-      c->kind = chan_wait_kind(wt.chan, wt.is_send);
-      c->obj_kind = chan_obj(wt.chan, &c->obj);
-    }
+    put_cases(p, ncases, reinterpret_cast<CaseRec*>(q));
   });
   t->trace_run_wake.ns = 0;
 }

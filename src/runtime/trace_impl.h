@@ -27,8 +27,8 @@ extern std::atomic<bool> g_trace_enabled;
 // or not; the recording core decides under its own lock).
 inline bool trace_on() noexcept { return g_trace_enabled.load(std::memory_order_relaxed); }
 
-// How a run slice ended.
-enum class RunEnd : uint8_t { kPark, kYield, kExit };
+// How a run slice ended; kBlocked: not a run slice but an OS thread's blocking wait (os_park).
+enum class RunEnd : uint8_t { kPark, kYield, kExit, kBlocked };
 
 // What a recorded object number means (the writer renders the label): a TraceLabel's id (a
 // channel's, a named mutex's or wait group's: its name when the recording registered one, else
@@ -69,6 +69,16 @@ void trace_run_end(Worker* w, Task* t, RunEnd end) noexcept;
 // The caller claimed p, a green thread's parker, and is about to make it runnable: notes in its
 // Task when, what woke it (from p's armed reason and fired waiter) and who.
 void trace_wake(Parker* p) noexcept;
+// The same for p, an OS thread's parker: into *wake, which that thread reads once woken
+// (trace_os_block_end). `label` is what its trace_os_block_begin left for the waker.
+void trace_os_wake(Parker* p, const TraceWaitLabel& label, TraceWake* wake) noexcept;
+// The calling OS thread is about to block in p (the locks of what it waits on still held): notes
+// when and on what (in the thread), the waited object's label in *label for the waker, and clears
+// *wake.
+void trace_os_block_begin(const Parker* p, TraceWaitLabel* label, TraceWake* wake) noexcept;
+// The calling OS thread woke from that wait: its "blocked" slice, with the wake flow from *wake
+// when a waker noted one (not after a cancel or a timeout).
+void trace_os_block_end(const TraceWake& wake) noexcept;
 // c's buffered length changed (c's lock held): its counter.
 void trace_chan_counter(const ChanBase* c) noexcept;
 // Marks the calling thread as the timer thread (its wake-ups are "timer" ones, its track "timer").

@@ -5,6 +5,7 @@
 // workers.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -44,32 +45,6 @@ json traced_run(const cf::Program& p, int workers) {
   return json::parse(cf::trace::to_json());
 }
 
-// Whether a run slice of this trace parks on one of `chans` and a wake flow names one. Up to the
-// schedule in a run of fibonacci.pbtxt: its go block is the only green thread, and when block 0 (on
-// the calling thread, whose waits are not run slices) is always first at the channel, the go
-// block's sends never park (tools/check_trace_fibonacci.py makes attempts for the same reason).
-bool parks_and_wakes_on(const json& doc, const std::set<std::string>& chans) {
-  bool parked = false;
-  bool woken = false;
-  for (const json& e : doc["traceEvents"]) {
-    const std::string cat = e.value("cat", "");
-    if (cat == "run" && e["args"].value("end", "") == "park") {
-      const json& w = e["args"]["wait"];
-      parked |= chans.count(w.value("obj", "")) > 0;
-      for (const json& c : w.value("cases", json::array())) {
-        parked |= chans.count(c.value("obj", "")) > 0;
-      }
-    } else if (cat == "wake" && e.value("ph", "") == "s") {
-      woken |= chans.count(e["args"].value("obj", "")) > 0;
-    }
-  }
-  return parked && woken;
-}
-
-// Runs of fibonacci.pbtxt made for one in which the go block parks on a channel (1-3% of runs do
-// not, on any worker count, here).
-constexpr int kFibonacciAttempts = 20;
-
 class ExecutorTrace : public testing::TestWithParam<int> {};
 
 TEST_P(ExecutorTrace, FibonacciParksOnItsChannelsAndWakeFlowsLandOnRunStarts) {
@@ -77,11 +52,7 @@ TEST_P(ExecutorTrace, FibonacciParksOnItsChannelsAndWakeFlowsLandOnRunStarts) {
       cf::Program::from_file(std::string(CHANFLOW_PROGRAMS_DIR) + "/fibonacci.pbtxt");
   const std::set<std::string> chans = channel_names(p);
   ASSERT_FALSE(chans.empty());
-  json doc;
-  for (int attempt = 0; attempt < kFibonacciAttempts; ++attempt) {
-    doc = traced_run(p, GetParam());
-    if (parks_and_wakes_on(doc, chans)) break;
-  }
+  const json doc = traced_run(p, GetParam());
   ASSERT_TRUE(doc["otherData"]["complete"].get<bool>());
   EXPECT_EQ(doc["otherData"]["chanflow_trace"], 1);
 
@@ -89,6 +60,19 @@ TEST_P(ExecutorTrace, FibonacciParksOnItsChannelsAndWakeFlowsLandOnRunStarts) {
   std::set<std::string> woken_by;   // channel names in wake flows
   // Run slices by where they start: (pid, tid, ts) -> g.
   std::map<std::tuple<int, int, double>, int64_t> run_starts;
+  // The calling thread's blocking waits (block 0 runs there) by where they end: (pid, tid, µs).
+  std::set<std::tuple<int, int, int64_t>> blocked_ends;
+  // The channels a park reason names (a select's by its cases).
+  const auto note_wait = [&parked_on](const json& w) {
+    const std::string kind = w["kind"];
+    if (kind == "chan.send" || kind == "chan.recv") parked_on.insert(w["obj"].get<std::string>());
+    if (kind == "select") {
+      for (const json& c : w["cases"]) {
+        if (c["kind"] != "context") parked_on.insert(c["obj"].get<std::string>());
+      }
+    }
+  };
+  const auto us_key = [](const json& v) { return std::llround(v.get<double>() * 1000); };
   std::map<int64_t, json> flow_s, flow_f;
   std::set<std::string> op_types;
   for (const json& e : doc["traceEvents"]) {
@@ -97,14 +81,15 @@ TEST_P(ExecutorTrace, FibonacciParksOnItsChannelsAndWakeFlowsLandOnRunStarts) {
       ASSERT_EQ(e["ph"], "X");
       run_starts[{e["pid"], e["tid"], e["ts"]}] = e["args"]["g"];
       if (e["args"]["end"] == "park") {
-        const json& w = e["args"]["wait"];
-        parked_on.insert(w["obj"].get<std::string>());
-        if (w["kind"] == "select") {
-          for (const json& c : w["cases"]) parked_on.insert(c["obj"].get<std::string>());
-        }
+        note_wait(e["args"]["wait"]);
       } else {
         EXPECT_FALSE(e["args"].contains("wait"));
       }
+    } else if (cat == "wait") {
+      ASSERT_EQ(e["ph"], "X");
+      EXPECT_EQ(e["name"], "blocked");
+      note_wait(e["args"]["wait"]);
+      blocked_ends.insert({e["pid"], e["tid"], us_key(e["ts"]) + us_key(e["dur"])});
     } else if (cat == "wake") {
       const int64_t id = e["id"];
       if (e["ph"] == "s") {
@@ -122,12 +107,10 @@ TEST_P(ExecutorTrace, FibonacciParksOnItsChannelsAndWakeFlowsLandOnRunStarts) {
       op_types.insert(e["name"].get<std::string>());
     }
   }
-  // Its go block waits for values on the program's channels, by their variable names.
-  for (const std::string& c : parked_on) {
-    if (c != "context" && c != "select") {
-      EXPECT_TRUE(chans.count(c)) << c;
-    }
-  }
+  // Its go block and block 0 wait for each other on the program's channels, by their variable
+  // names: every value crosses an unbuffered channel, so one of them waits for it, whichever
+  // comes first (a green thread's park, or the calling thread's blocking wait).
+  for (const std::string& c : parked_on) EXPECT_TRUE(chans.count(c)) << c;
   std::set<std::string> named;
   for (const std::string& c : chans) {
     if (parked_on.count(c)) named.insert(c);
@@ -136,12 +119,19 @@ TEST_P(ExecutorTrace, FibonacciParksOnItsChannelsAndWakeFlowsLandOnRunStarts) {
   bool woken_by_channel = false;
   for (const std::string& c : woken_by) woken_by_channel |= chans.count(c) > 0;
   EXPECT_TRUE(woken_by_channel);
-  // Every wake flow pairs up, and its end is the start of a run slice of the green thread it woke.
+  // Every wake flow pairs up, and its end is the start of a run slice of the green thread it woke,
+  // or for the calling thread the end of its blocking wait.
   ASSERT_FALSE(flow_s.empty());
   EXPECT_EQ(flow_s.size(), flow_f.size());
   for (const auto& [id, s] : flow_s) {
     auto f = flow_f.find(id);
     ASSERT_NE(f, flow_f.end()) << "flow " << id << " has no end";
+    if (!s["args"].contains("g")) {
+      EXPECT_TRUE(blocked_ends.count({f->second["pid"], f->second["tid"], us_key(f->second["ts"])}))
+          << "flow " << id << " of the calling thread does not land on a blocked slice's end";
+      EXPECT_LE(s["ts"].get<double>(), f->second["ts"].get<double>());
+      continue;
+    }
     auto run = run_starts.find({f->second["pid"], f->second["tid"], f->second["ts"]});
     ASSERT_NE(run, run_starts.end()) << "flow " << id << " does not land on a run slice's start";
     EXPECT_EQ(run->second, s["args"]["g"].get<int64_t>());

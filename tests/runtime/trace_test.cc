@@ -5,7 +5,9 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -13,12 +15,15 @@
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
+#include <span>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "deadlock.h"  // white-box: os_waiter_count
 #include "runtime_test_util.h"
 #include "support/scoped_env.h"
 #include "trace_impl.h"  // white-box: src/runtime
@@ -372,9 +377,15 @@ struct Parsed {
   std::map<int64_t, std::vector<json>> wakes;  // g -> its wake flow starts' args
   std::map<int64_t, json> flow_s, flow_f;
   std::map<std::tuple<int, int, double>, int64_t> run_starts;
+  // OS threads' blocking waits ("blocked" slices), and their ends: (pid, tid, ns).
+  std::vector<json> blocked;
+  std::set<std::tuple<int, int, int64_t>> blocked_ends;
   std::map<std::string, std::vector<json>> chan_counters;
   int run_queue_samples = 0;
 };
+
+// A rendered time (µs with 3 decimals) as integer ns, to compare sums exactly.
+int64_t ns_of(const json& us) { return std::llround(us.get<double>() * 1000); }
 
 Parsed parse(const json& doc) {
   Parsed p;
@@ -388,8 +399,12 @@ Parsed parse(const json& doc) {
     } else if (cat == "run") {
       p.run_starts[{e["pid"], e["tid"], e["ts"]}] = e["args"]["g"];
       if (e["args"]["end"] == "park") p.parks[e["args"]["g"]].push_back(e["args"]["wait"]);
+    } else if (cat == "wait") {
+      EXPECT_EQ(e["name"], "blocked");
+      p.blocked.push_back(e);
+      p.blocked_ends.insert({e["pid"], e["tid"], ns_of(e["ts"]) + ns_of(e["dur"])});
     } else if (cat == "wake" && e["ph"] == "s") {
-      p.wakes[e["args"]["g"]].push_back(e["args"]);
+      if (e["args"].contains("g")) p.wakes[e["args"]["g"]].push_back(e["args"]);
       p.flow_s[e["id"]] = e;
     } else if (cat == "wake") {
       p.flow_f[e["id"]] = e;
@@ -553,17 +568,91 @@ TEST_P(TraceRuntime, ParkReasonsAndWhatWokeEachGreenThread) {
   EXPECT_EQ(first_park("sleeper")["kind"], "timer");
   EXPECT_EQ(wake("sleeper", 1)["by"], "timer");
   EXPECT_EQ(wake("receiver", 1)["by_g"], p.g_of.at("sender"));
-  // Every flow pairs up and lands at the start of a run slice of the green thread it woke.
+  // Every flow pairs up and lands at the start of a run slice of the green thread it woke, or for
+  // the test's OS thread (its waits for each step) at the end of its blocking wait.
   ASSERT_FALSE(p.flow_s.empty());
   EXPECT_EQ(p.flow_s.size(), p.flow_f.size());
   for (const auto& [id, e] : p.flow_s) {
     auto f = p.flow_f.find(id);
     ASSERT_NE(f, p.flow_f.end()) << id;
+    if (!e["args"].contains("g")) {
+      EXPECT_TRUE(
+          p.blocked_ends.count({f->second["pid"], f->second["tid"], ns_of(f->second["ts"])}))
+          << "flow " << id;
+      continue;
+    }
     auto run = p.run_starts.find({f->second["pid"], f->second["tid"], f->second["ts"]});
     ASSERT_NE(run, p.run_starts.end()) << "flow " << id;
     EXPECT_EQ(run->second, e["args"]["g"].get<int64_t>());
   }
   expect_tracks_named(doc);
+}
+
+// An OS thread's blocking waits are "blocked" slices on its track, naming what it waits on (a
+// channel, a select's cases, a named wait group), each ended by a wake flow from what released it:
+// the code that runs on the calling thread (the executor's block 0, a Python thread) is explained
+// like a green thread. Each release waits until the OS thread is queued on the object, so the OS
+// thread blocks every time.
+TEST_P(TraceRuntime, BlockingWaitsOfAnOsThreadAndWhatEndedThem) {
+  auto replies = cf::make_chan<int>(0, "replies");
+  auto a = cf::make_chan<int>(0, "a");
+  auto b = cf::make_chan<int>(0, "b");
+  cf::WaitGroup started("started");
+  started.add(1);
+  // The OS thread is queued on the object once it counts as parked (os_park registers it before
+  // it unlocks); polling the channel's own lock instead would compete with it for that lock.
+  const int parked_before = cf::detail::os_waiter_count();
+  const auto os_thread_parked = [parked_before] {
+    return cf::detail::os_waiter_count() > parked_before;
+  };
+  cf::trace::start({.max_events = 0});
+  cf::go("replier", [&] {
+    wait_until(os_thread_parked);
+    replies.send(7);
+    // Its lock taken only while the OS thread is parked (on replies still, or in the select).
+    wait_until([&] { return os_thread_parked() && parked_receivers(b.base()) == 1; });
+    b.send(8);
+    started.done();
+  });
+  EXPECT_EQ(replies.recv(), 7);
+  std::optional<int> x, y;
+  cf::SelectCase cs[] = {cf::SelectCase::recv(a, x), cf::SelectCase::recv(b, y)};
+  cf::select(std::span<cf::SelectCase>(cs));
+  EXPECT_EQ(y, 8);
+  started.wait();
+  wait_until([&] { return sched().live() == 0; });
+  const json doc = stopped_doc();
+  const Parsed p = parse(doc);
+  ASSERT_GE(p.blocked.size(), 2u);
+  const json& on_replies = p.blocked[0];
+  EXPECT_EQ(on_replies["args"]["wait"], json({{"kind", "chan.recv"}, {"obj", "replies"}}));
+  const json& on_select = p.blocked[1];
+  EXPECT_EQ(on_select["args"]["wait"]["kind"], "select");
+  std::set<std::string> cases;
+  for (const json& c : on_select["args"]["wait"]["cases"]) cases.insert(c["obj"]);
+  EXPECT_EQ(cases, (std::set<std::string>{"a", "b"}));
+  // Both on the same OS thread's track, not a worker's.
+  EXPECT_EQ(on_replies["tid"], on_select["tid"]);
+  // The wake flows that end them: sent by the replier, on the channel that released each.
+  std::vector<json> os_wakes;
+  for (const auto& [id, s] : p.flow_s) {
+    if (!s["args"].contains("g")) os_wakes.push_back(s);
+  }
+  std::sort(os_wakes.begin(), os_wakes.end(),
+            [](const json& l, const json& r) { return l["ts"] < r["ts"]; });
+  ASSERT_GE(os_wakes.size(), 2u);
+  EXPECT_EQ(os_wakes[0]["args"]["by"], "chan.send");
+  EXPECT_EQ(os_wakes[0]["args"]["obj"], "replies");
+  EXPECT_EQ(os_wakes[0]["args"]["by_g"], p.g_of.at("replier"));
+  EXPECT_EQ(os_wakes[1]["args"]["obj"], "b");
+  for (const auto& [id, s] : p.flow_s) {
+    if (s["args"].contains("g")) continue;
+    auto f = p.flow_f.find(id);
+    ASSERT_NE(f, p.flow_f.end()) << id;
+    EXPECT_TRUE(p.blocked_ends.count({f->second["pid"], f->second["tid"], ns_of(f->second["ts"])}))
+        << "flow " << id << " does not end where a blocking wait does";
+    EXPECT_EQ(f->second["tid"], on_replies["tid"]);
+  }
 }
 
 // A wait group may be destroyed by the first waiter it released while its add() still wakes the
