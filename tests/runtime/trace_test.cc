@@ -861,6 +861,52 @@ TEST(TraceRender, RendersRecordsAndStopsAtTheFirstThatIsNotOne) {
   EXPECT_TRUE(none.empty());
 }
 
+// An OS thread's blocking wait as its record holds it (a select on two channels, ended by a send
+// on the second): a "blocked" slice of category "wait" without a green thread, and its wake flow,
+// which ends where the wait does. The same bytes are a seed of fuzz/trace/corpus/render.
+TEST(TraceRender, BlockedSliceOfAnOsThread) {
+  std::vector<unsigned char> rec(56 + 24 + 32, 0);
+  const auto put = [&rec](std::size_t at, auto v) { std::memcpy(rec.data() + at, &v, sizeof(v)); };
+  put(0, uint32_t{112});
+  rec[4] = 5;            // Kind::kRun
+  rec[5] = 3;            // RunEnd::kBlocked
+  rec[6] = 2;            // WaitKind::kSelect
+  rec[7] = 2;            // cases
+  put(8, uint32_t{2});   // its track
+  put(12, uint32_t{3});  // the waker's
+  put(16, int64_t{1000});
+  put(24, int64_t{900});
+  rec[48] = 3;  // ObjKind::kSelect
+  rec[49] = 0;  // By::kChanSend
+  rec[50] = 1;  // ObjKind::kLabel
+  rec[51] = 1;  // has a wake
+  put(56, int64_t{1500});
+  put(64, uint64_t{12});
+  put(72, uint64_t{7});
+  for (std::size_t i = 0; i < 2; ++i) {
+    put(80 + 16 * i, uint64_t{11 + i});
+    rec[88 + 16 * i] = 1;  // WaitKind::kChanRecv
+    rec[89 + 16 * i] = 1;  // ObjKind::kLabel
+  }
+  std::string out;
+  ASSERT_TRUE(cf::detail::trace_render_bytes(rec.data(), rec.size(), &out));
+  const json ev = json::parse("[" + out + "]");
+  ASSERT_EQ(ev.size(), 3u) << out;
+  EXPECT_EQ(ev[0]["cat"], "wait");
+  EXPECT_EQ(ev[0]["name"], "blocked");
+  EXPECT_EQ(ev[0]["tid"], 2);
+  EXPECT_FALSE(ev[0]["args"].contains("g"));
+  EXPECT_EQ(ev[0]["args"]["wait"], json::parse(R"({"kind":"select","obj":"select","cases":[
+      {"kind":"chan.recv","obj":"#11"},{"kind":"chan.recv","obj":"#12"}]})"));
+  EXPECT_EQ(ev[1]["ph"], "s");
+  EXPECT_EQ(ev[1]["tid"], 3);
+  EXPECT_EQ(ev[1]["args"], json({{"by", "chan.send"}, {"by_g", 7}, {"obj", "#12"}}));
+  EXPECT_EQ(ev[2]["ph"], "f");
+  EXPECT_EQ(ev[2]["tid"], 2);
+  EXPECT_EQ(ns_of(ev[2]["ts"]), 1900);  // the wait's end
+  EXPECT_EQ(ns_of(ev[1]["ts"]), 1500);
+}
+
 TEST(TraceRender, RefusedWhileARecordingIsOn) {
   cf::trace::start({});
   std::vector<unsigned char> bytes = run_queue_record(1);
