@@ -101,6 +101,14 @@ def text_rows(text):
     return rows
 
 
+def check_blocked_on(who, blocked_on, cell):
+    """A table's "blocked on" cell names every (kind, object) of the summary's blocked_on."""
+    for on in blocked_on:
+        label = on["kind"] if on["obj"] in ("", on["kind"]) else f"{on['kind']} {on['obj']}"
+        if label + ":" not in cell and label + " [" not in cell:
+            fail(f"{who}'s blocked-on cell lacks {label}: {cell}")
+
+
 def check(chanflow, browser, work, trace):
     name = os.path.splitext(os.path.basename(trace))[0]
     page = os.path.join(work, name + ".html")
@@ -138,15 +146,23 @@ def check(chanflow, browser, work, trace):
         if tuple(row[2:5]) != printed[g["g"]]:
             fail(f"{name}: {g['name']}: the page says running/runnable/blocked {row[2:5]}, "
                  f"trace summary {printed[g['g']]}")
-        for on in g["blocked_on"]:
-            label = on["kind"] if on["obj"] in ("", on["kind"]) else f"{on['kind']} {on['obj']}"
-            if label + ":" not in row[7] and label + " [" not in row[7]:
-                fail(f"{name}: {g['name']}'s blocked-on cell lacks {label}: {row[7]}")
+        check_blocked_on(f"{name}: {g['name']}", g["blocked_on"], row[7])
+    if summary["os_threads"]:
+        os_rows = {int(r[0]): r for r in table_rows(dom, "osthreads")}
+        for t in summary["os_threads"]:
+            row = os_rows.get(t["tid"])
+            if row is None or row[1] != t["name"] or int(row[3]) != t["waits"]:
+                fail(f"{name}: OS thread {t['tid']} ({t['name']}, {t['waits']} waits) not in the "
+                     f"page's table: {os_rows}")
+            check_blocked_on(f"{name}: {t['name']}", t["blocked_on"], row[4])
+    elif re.search(r"<table id=\"?osthreads", dom):
+        fail(f"{name}: an OS-thread table without OS-thread waits")
     channels = [r[0] for r in table_rows(dom, "channels")]
     if channels != [c["name"] for c in summary["channels"]]:
         fail(f"{name}: the page lists channels {channels}, trace summary "
              f"{[c['name'] for c in summary['channels']]}")
-    print(f"{name}: {len(rows)} green threads, {len(channels)} channels, "
+    print(f"{name}: {len(rows)} green threads, {len(summary['os_threads'])} OS threads that "
+          f"blocked, {len(channels)} channels, "
           f"{attrs['data-drawn-slices']} of {slices} slices drawn in {attrs.get('data-draw-ms')} ms"
           f"; a park's details: {tooltip}")
 

@@ -222,9 +222,10 @@ void summary_tables(std::ostringstream& o, const Summary& s, size_t top) {
   o << "<h3>Green threads (" << s.gthreads.size() << ")</h3>\n<table id=gthreads><tr><th>g</th>"
     << "<th>name</th><th>running</th><th>runnable</th><th>blocked</th><th>slices</th>"
     << "<th>state</th><th>blocked on</th></tr>\n";
-  for (const GreenThreadSummary& g : s.gthreads) {
+  // What a thread waited on, one <div> per (kind, object); `noun` counts the waits.
+  auto blocked_on = [](const std::vector<BlockedOn>& list, const std::string& noun) {
     std::string on;
-    for (const BlockedOn& b : g.blocked_on) {
+    for (const BlockedOn& b : list) {
       std::string label = wait_label(b.kind, b.obj);
       if (!b.cases.empty()) {
         label += " [";
@@ -232,14 +233,28 @@ void summary_tables(std::ostringstream& o, const Summary& s, size_t top) {
         label += "]";
       }
       on += "<div>" + esc(label) + ": " + esc(human_duration(b.ns)) + " (" +
-            std::to_string(b.count) + (b.count == 1 ? " park" : " parks") + ")</div>";
+            std::to_string(b.count) + " " + noun + (b.count == 1 ? "" : "s") + ")</div>";
     }
+    return on;
+  };
+  for (const GreenThreadSummary& g : s.gthreads) {
     o << "<tr>" << td(std::to_string(g.g), true) << td(g.name)
       << td(human_duration(g.running_ns), true) << td(human_duration(g.runnable_ns), true)
       << td(human_duration(g.blocked_ns), true) << td(std::to_string(g.slices), true)
-      << td(g.exited ? "exited" : "live") << "<td>" << on << "</td></tr>\n";
+      << td(g.exited ? "exited" : "live") << "<td>" << blocked_on(g.blocked_on, "park")
+      << "</td></tr>\n";
   }
   o << "</table>\n";
+  if (!s.os_threads.empty()) {
+    o << "<h3>OS threads that blocked (" << s.os_threads.size() << ")</h3>\n<table id=osthreads>"
+      << "<tr><th>tid</th><th>name</th><th>blocked</th><th>waits</th><th>blocked on</th></tr>\n";
+    for (const OsThreadSummary& t : s.os_threads) {
+      o << "<tr>" << td(std::to_string(t.tid), true) << td(t.name)
+        << td(human_duration(t.blocked_ns), true) << td(std::to_string(t.waits), true) << "<td>"
+        << blocked_on(t.blocked_on, "wait") << "</td></tr>\n";
+    }
+    o << "</table>\n";
+  }
 
   const size_t shown = std::min(top, s.channels.size());
   o << "<h3>Top channels by blocked time (" << shown << " of " << s.channels.size()

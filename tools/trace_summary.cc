@@ -12,6 +12,7 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 namespace chanflow::tools {
 namespace {
@@ -243,6 +244,9 @@ TraceEvent read_event(const std::string& file, int64_t index, Json& ev) {
     r.integer("args.g");
     r.string("args.gname");
     if (r.get("args.parent") != nullptr) r.integer("args.parent");
+  } else if (e.ph == 'X' && e.cat == "wait" && e.name == "blocked") {
+    r.integer("tid");
+    check_wait(r);
   } else if (e.ph == 's' && e.cat == "wake") {
     // Without a green thread: the wake of an OS thread's blocking wait (a "blocked" slice).
     if (r.get("args.g") != nullptr) r.integer("args.g");
@@ -389,21 +393,53 @@ void add_to(int64_t& sum, int64_t ns) {
   if (__builtin_add_overflow(sum, ns, &sum)) sum = ns > 0 ? INT64_MAX : INT64_MIN;
 }
 
+// A thread's waits by what they waited on: (kind, object, a select's case labels sorted and
+// joined), so that two selects on different cases are two entries.
+using BlockedMap = std::map<std::tuple<std::string, std::string, std::string>, BlockedOn>;
+
+// `blocked` as a list, most blocked time first.
+std::vector<BlockedOn> blocked_list(BlockedMap& blocked) {
+  std::vector<BlockedOn> on;
+  for (auto& [key, b] : blocked) on.push_back(std::move(b));
+  std::stable_sort(on.begin(), on.end(),
+                   [](const BlockedOn& a, const BlockedOn& b) { return a.ns > b.ns; });
+  return on;
+}
+
 struct GState {
   GreenThreadSummary s;
   int64_t created = -1;  // ts of its go event, -1 when not in the trace
   std::vector<const TraceEvent*> slices;
   std::vector<int64_t> wakes;
-  std::map<std::pair<std::string, std::string>, BlockedOn> blocked;
+  BlockedMap blocked;
 };
 
-void add_blocked(GState& g, std::map<std::string, ChannelSummary>& channels, const Json& wait,
-                 int64_t ns) {
+// Adds one wait of `ns` on `wait` (a WAIT object) to a thread's `blocked` and to the channels.
+void add_blocked(BlockedMap& blocked, std::map<std::string, ChannelSummary>& channels,
+                 const Json& wait, int64_t ns) {
   const std::string kind = wait["kind"].get<std::string>();
   const std::string obj = wait["obj"].get<std::string>();
-  BlockedOn& b = g.blocked[{kind, obj}];
-  b.kind = kind;
-  b.obj = obj;
+  // A select's cases as labels, sorted, each once; the channels among them, each once.
+  std::vector<std::string> cases;
+  std::set<std::string> case_channels;
+  if (auto cs = wait.find("cases"); cs != wait.end()) {
+    for (const Json& c : *cs) {
+      const std::string ck = c["kind"].get<std::string>();
+      const std::string co = c["obj"].get<std::string>();
+      cases.push_back(wait_label(ck, co));
+      if (ck.rfind("chan.", 0) == 0) case_channels.insert(co);
+    }
+    std::sort(cases.begin(), cases.end());
+    cases.erase(std::unique(cases.begin(), cases.end()), cases.end());
+  }
+  std::string joined;
+  for (const std::string& c : cases) joined += c + '\n';
+  BlockedOn& b = blocked[{kind, obj, joined}];
+  if (b.count == 0) {
+    b.kind = kind;
+    b.obj = obj;
+    b.cases = std::move(cases);
+  }
   add_to(b.ns, ns);
   b.count += 1;
   auto channel = [&](const std::string& name) -> ChannelSummary& {
@@ -413,19 +449,8 @@ void add_blocked(GState& g, std::map<std::string, ChannelSummary>& channels, con
   };
   if (kind == "chan.send") add_to(channel(obj).send_ns, ns);
   if (kind == "chan.recv") add_to(channel(obj).recv_ns, ns);
-  if (auto cases = wait.find("cases"); cases != wait.end()) {
-    std::set<std::string> seen;
-    for (const Json& c : *cases) {
-      const std::string ck = c["kind"].get<std::string>();
-      const std::string co = c["obj"].get<std::string>();
-      const std::string label = wait_label(ck, co);
-      if (std::find(b.cases.begin(), b.cases.end(), label) == b.cases.end()) {
-        b.cases.push_back(label);
-      }
-      if (kind == "select" && ck.rfind("chan.", 0) == 0 && seen.insert(co).second) {
-        add_to(channel(co).select_ns, ns);
-      }
-    }
+  if (kind == "select") {
+    for (const std::string& name : case_channels) add_to(channel(name).select_ns, ns);
   }
 }
 
@@ -471,17 +496,9 @@ void summarize_gthread(GState& g, int64_t trace_end, std::map<std::string, Chann
     }
     add_to(s.blocked_ns, blocked);
     add_to(s.runnable_ns, gap - blocked);
-    add_blocked(g, ch, sl.args["wait"], blocked);
+    add_blocked(g.blocked, ch, sl.args["wait"], blocked);
   }
-  for (auto& [key, b] : g.blocked) {
-    // A select's cases in one order whichever order each park listed them in.
-    std::sort(b.cases.begin(), b.cases.end());
-    s.blocked_on.push_back(b);
-  }
-  std::sort(s.blocked_on.begin(), s.blocked_on.end(), [](const BlockedOn& a, const BlockedOn& b) {
-    if (a.ns != b.ns) return a.ns > b.ns;
-    return std::tie(a.kind, a.obj) < std::tie(b.kind, b.obj);
-  });
+  s.blocked_on = blocked_list(g.blocked);
 }
 
 // From the node slice that ends last, back through the input whose slice ended last (ties: the
@@ -564,6 +581,8 @@ Summary summarize(const Trace& t) {
   }
   std::map<int64_t, GState> gs;
   std::map<std::pair<int64_t, int64_t>, std::vector<const TraceEvent*>> nodes;  // (pid, run)
+  std::map<std::string, ChannelSummary> channels;
+  std::map<std::pair<int64_t, int64_t>, std::pair<OsThreadSummary, BlockedMap>> os;  // (pid, tid)
   for (const TraceEvent& e : t.events) {
     if (e.ph == 'X' && e.cat == "run") {
       GState& g = gs[e.args["g"].get<int64_t>()];
@@ -578,9 +597,22 @@ Summary summarize(const Trace& t) {
       gs[e.args["g"].get<int64_t>()].wakes.push_back(e.ts);
     } else if (e.ph == 'X' && e.cat == "node") {
       nodes[{e.pid, e.args.value("run", int64_t{-1})}].push_back(&e);
+    } else if (e.ph == 'X' && e.cat == "wait" && e.name == "blocked") {
+      auto& [thread, blocked] = os[{e.pid, e.tid}];
+      add_to(thread.blocked_ns, e.dur);
+      thread.waits += 1;
+      add_blocked(blocked, channels, e.args["wait"], e.dur);
     }
   }
-  std::map<std::string, ChannelSummary> channels;
+  for (auto& [key, entry] : os) {
+    OsThreadSummary& thread = entry.first;
+    thread.pid = key.first;
+    thread.tid = key.second;
+    auto name = t.thread_names.find(key);
+    thread.name = name == t.thread_names.end() ? "tid " + std::to_string(key.second) : name->second;
+    thread.blocked_on = blocked_list(entry.second);
+    s.os_threads.push_back(std::move(thread));
+  }
   for (auto& [id, g] : gs) {
     g.s.g = id;
     summarize_gthread(g, s.end_ns, channels);
@@ -637,6 +669,28 @@ std::string with_commas(int64_t n) {
   return (n < 0 ? "-" : "") + d;
 }
 
+// One line per (kind, object) a thread waited on, `noun` counting the waits ("park", "wait"),
+// a select's cases on lines of their own, wrapped at 100 columns.
+void put_blocked_on(std::ostringstream& o, const std::vector<BlockedOn>& on, const char* noun) {
+  char line[512];
+  for (const BlockedOn& b : on) {
+    std::snprintf(line, sizeof line, "  %6s    blocked on %-42s %10s  %lld %s%s\n", "",
+                  fit(wait_label(b.kind, b.obj), 42).c_str(), human_duration(b.ns).c_str(),
+                  static_cast<long long>(b.count), noun, b.count == 1 ? "" : "s");
+    o << line;
+    std::string cases = "              cases:";
+    for (size_t i = 0; i < b.cases.size(); ++i) {
+      const std::string item = " " + b.cases[i] + (i + 1 < b.cases.size() ? "," : "");
+      if (cases.size() + item.size() > 100) {
+        o << cases << "\n";
+        cases = "                    ";
+      }
+      cases += item;
+    }
+    if (!b.cases.empty()) o << cases << "\n";
+  }
+}
+
 }  // namespace
 
 std::string format_summary(const Summary& s, size_t top_channels) {
@@ -676,23 +730,19 @@ std::string format_summary(const Summary& s, size_t top_channels) {
                   human_duration(g.blocked_ns).c_str(), static_cast<long long>(g.slices),
                   g.exited ? "exited" : "live");
     o << line;
-    for (const BlockedOn& b : g.blocked_on) {
-      std::snprintf(line, sizeof line, "  %6s    blocked on %-42s %10s  %lld park%s\n", "",
-                    fit(wait_label(b.kind, b.obj), 42).c_str(), human_duration(b.ns).c_str(),
-                    static_cast<long long>(b.count), b.count == 1 ? "" : "s");
-      o << line;
-      // A select's cases on lines of their own, wrapped at 100 columns.
-      std::string cases = "              cases:";
-      for (size_t i = 0; i < b.cases.size(); ++i) {
-        const std::string item = " " + b.cases[i] + (i + 1 < b.cases.size() ? "," : "");
-        if (cases.size() + item.size() > 100) {
-          o << cases << "\n";
-          cases = "                    ";
-        }
-        cases += item;
-      }
-      if (!b.cases.empty()) o << cases << "\n";
-    }
+    put_blocked_on(o, g.blocked_on, "park");
+  }
+  if (!s.os_threads.empty()) {
+    o << "\nOS threads that blocked (" << s.os_threads.size() << ")\n";
+    std::snprintf(line, sizeof line, "  %6s  %-32s %10s %7s\n", "tid", "name", "blocked", "waits");
+    o << line;
+  }
+  for (const OsThreadSummary& t : s.os_threads) {
+    std::snprintf(line, sizeof line, "  %6lld  %-32s %10s %7lld\n", static_cast<long long>(t.tid),
+                  fit(t.name, 32).c_str(), human_duration(t.blocked_ns).c_str(),
+                  static_cast<long long>(t.waits));
+    o << line;
+    put_blocked_on(o, t.blocked_on, "wait");
   }
 
   const size_t shown = std::min(top_channels, s.channels.size());
@@ -764,16 +814,20 @@ nlohmann::json summary_to_json(const Summary& s, size_t top_channels) {
   Json by_cat = Json::object();
   for (const auto& [cat, n] : s.events_by_cat) by_cat[cat] = n;
   j["events"] = {{"total", s.events}, {"by_cat", by_cat}};
-  Json gts = Json::array();
-  for (const GreenThreadSummary& g : s.gthreads) {
+  auto blocked_on = [](const std::vector<BlockedOn>& list, const char* count) {
     Json on = Json::array();
-    for (const BlockedOn& b : g.blocked_on) {
+    for (const BlockedOn& b : list) {
       on.push_back({{"kind", b.kind},
                     {"obj", b.obj},
                     {"cases", b.cases},
                     {"blocked_ns", b.ns},
-                    {"parks", b.count}});
+                    {count, b.count}});
     }
+    return on;
+  };
+  Json gts = Json::array();
+  for (const GreenThreadSummary& g : s.gthreads) {
+    const Json on = blocked_on(g.blocked_on, "parks");
     gts.push_back({{"g", g.g},
                    {"name", g.name},
                    {"parent", g.parent},
@@ -785,6 +839,16 @@ nlohmann::json summary_to_json(const Summary& s, size_t top_channels) {
                    {"blocked_on", on}});
   }
   j["green_threads"] = gts;
+  Json os = Json::array();
+  for (const OsThreadSummary& t : s.os_threads) {
+    os.push_back({{"pid", t.pid},
+                  {"tid", t.tid},
+                  {"name", t.name},
+                  {"blocked_ns", t.blocked_ns},
+                  {"waits", t.waits},
+                  {"blocked_on", blocked_on(t.blocked_on, "waits")}});
+  }
+  j["os_threads"] = os;
   Json chans = Json::array();
   for (size_t i = 0; i < std::min(top_channels, s.channels.size()); ++i) {
     const ChannelSummary& c = s.channels[i];

@@ -86,7 +86,8 @@ Trace read_trace(const std::string& path, std::uint64_t max_bytes = kDefaultMaxT
 // The same from text already in memory; `file` names it in errors.
 Trace parse_trace(std::string_view text, const std::string& file);
 
-// Time a green thread spent parked on one (kind, object), e.g. ("chan.recv", "jobs").
+// Time a thread spent waiting on one (kind, object), e.g. ("chan.recv", "jobs"); for a select,
+// on one set of cases (selects on different cases are different entries).
 struct BlockedOn {
   std::string kind;
   std::string obj;
@@ -107,8 +108,21 @@ struct GreenThreadSummary {
   std::vector<BlockedOn> blocked_on;  // most blocked time first
 };
 
-// Blocked time on one channel, summed over green threads: parks on a send, on a receive, and in
-// a select with a case on it (a select's whole park counts for each of its channels).
+// An OS thread's blocking waits (code on a calling thread: the executor's block 0, a Python
+// thread): its "blocked" slices, by what they waited on. A wait lasts from the block to the
+// thread running again, so it includes the OS's wake-up latency after the waker's wake.
+struct OsThreadSummary {
+  int64_t pid = 0;
+  int64_t tid = 0;
+  std::string name;  // the track's thread_name ("thread 1"); "tid N" when the file names none
+  int64_t blocked_ns = 0;
+  int64_t waits = 0;
+  std::vector<BlockedOn> blocked_on;  // most blocked time first; count = waits
+};
+
+// Blocked time on one channel, summed over green threads' parks and OS threads' waits: on a send,
+// on a receive, and in a select with a case on it (a select's whole wait counts for each of its
+// channels).
 struct ChannelSummary {
   std::string name;
   int64_t send_ns = 0;
@@ -146,6 +160,7 @@ struct Summary {
   int64_t events = 0;
   std::map<std::string, int64_t> events_by_cat;  // "" for events without a cat (metadata)
   std::vector<GreenThreadSummary> gthreads;      // by id
+  std::vector<OsThreadSummary> os_threads;       // by (pid, tid); only threads that blocked
   std::vector<ChannelSummary> channels;          // most blocked time first; all of them
   std::vector<CriticalPath> critical_paths;      // by pid, then longest first; none without nodes
 };

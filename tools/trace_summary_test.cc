@@ -142,6 +142,78 @@ TEST(TraceSummary, ProducerConsumer) {
   EXPECT_EQ(j["complete"], true);
 }
 
+// os_threads.json: "thread 1" (tid 3, an OS thread such as the executor's block 0) blocks on a
+// receive from result (2 -> 40: the producer's send at 38), in a select on b and a (50 -> 60) and
+// on result again (62 -> 66); an unnamed OS thread (tid 4) waits on mutex mu (1 -> 3). The green
+// thread waiter parks on a receive from a (10 -> 25). OS threads' waits count for the channels.
+TEST(TraceSummary, OsThreadsBlockedTime) {
+  const Summary s = summarize(read_trace(fixture("os_threads.json")));
+  EXPECT_TRUE(s.complete);
+  EXPECT_EQ(s.end_ns, 66 * kUs);
+  ASSERT_EQ(s.gthreads.size(), 2u);
+  EXPECT_EQ(gthread(s, "waiter").blocked_ns, 15 * kUs);
+  EXPECT_EQ(gthread(s, "producer").blocked_ns, 0);
+
+  ASSERT_EQ(s.os_threads.size(), 2u);
+  const OsThreadSummary& t1 = s.os_threads[0];
+  EXPECT_EQ(t1.pid, 1);
+  EXPECT_EQ(t1.tid, 3);
+  EXPECT_EQ(t1.name, "thread 1");
+  EXPECT_EQ(t1.blocked_ns, 52 * kUs);  // 38 + 10 + 4
+  EXPECT_EQ(t1.waits, 3);
+  ASSERT_EQ(t1.blocked_on.size(), 2u);
+  EXPECT_EQ(t1.blocked_on[0].kind, "chan.recv");
+  EXPECT_EQ(t1.blocked_on[0].obj, "result");
+  EXPECT_EQ(t1.blocked_on[0].ns, 42 * kUs);
+  EXPECT_EQ(t1.blocked_on[0].count, 2);
+  EXPECT_EQ(t1.blocked_on[1].kind, "select");
+  EXPECT_EQ(t1.blocked_on[1].ns, 10 * kUs);
+  EXPECT_EQ(t1.blocked_on[1].cases, (std::vector<std::string>{"chan.recv a", "chan.recv b"}));
+  const OsThreadSummary& t2 = s.os_threads[1];
+  EXPECT_EQ(t2.tid, 4);
+  EXPECT_EQ(t2.name, "tid 4");  // no thread_name event for it
+  EXPECT_EQ(t2.blocked_ns, 2 * kUs);
+  ASSERT_EQ(t2.blocked_on.size(), 1u);
+  EXPECT_EQ(t2.blocked_on[0].kind, "mutex");
+
+  ASSERT_EQ(s.channels.size(), 3u);  // the mutex is not a channel
+  EXPECT_EQ(s.channels[0].name, "result");
+  EXPECT_EQ(s.channels[0].recv_ns, 42 * kUs);
+  EXPECT_EQ(s.channels[1].name, "a");
+  EXPECT_EQ(s.channels[1].recv_ns, 15 * kUs);  // the green thread's park
+  EXPECT_EQ(s.channels[1].select_ns, 10 * kUs);
+  EXPECT_EQ(s.channels[2].name, "b");
+  EXPECT_EQ(s.channels[2].total_ns(), 10 * kUs);
+
+  const std::string text = format_summary(s);
+  EXPECT_NE(text.find("OS threads that blocked (2)"), std::string::npos) << text;
+  EXPECT_NE(text.find("thread 1                             52.0us       3"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("blocked on chan.recv result"), std::string::npos) << text;
+  EXPECT_NE(text.find("42.0us  2 waits"), std::string::npos) << text;
+  EXPECT_NE(text.find("cases: chan.recv a, chan.recv b"), std::string::npos) << text;
+  expect_fits_100_columns(text);
+
+  const nlohmann::json j = summary_to_json(s);
+  ASSERT_EQ(j["os_threads"].size(), 2u);
+  EXPECT_EQ(j["os_threads"][0]["name"], "thread 1");
+  EXPECT_EQ(j["os_threads"][0]["blocked_ns"], 52000);
+  EXPECT_EQ(j["os_threads"][0]["blocked_on"][0]["waits"], 2);
+  EXPECT_EQ(j["os_threads"][1]["blocked_on"][0]["obj"], "mu");
+
+  const std::string html = trace_to_html(read_trace(fixture("os_threads.json")), s, 10);
+  EXPECT_NE(html.find("<table id=osthreads>"), std::string::npos);
+  EXPECT_NE(html.find("chan.recv result: 42.0us (2 waits)"), std::string::npos);
+}
+
+// A trace without OS-thread waits has no such section.
+TEST(TraceSummary, NoOsThreadSectionWithoutWaits) {
+  const Summary s = summarize(read_trace(fixture("producer_consumer.json")));
+  EXPECT_TRUE(s.os_threads.empty());
+  EXPECT_EQ(format_summary(s).find("OS threads"), std::string::npos);
+  EXPECT_TRUE(summary_to_json(s)["os_threads"].empty());
+}
+
 // select.json: sel (g1) parks in a select on recv a, recv b, send out (5 -> 25: the writer's send
 // on b), yields (30 -> 32), parks on a send to out (40 -> 50: the reader's receive); reader (g3)
 // parks on mutex mu (28 -> 45); stuck (g4) parks on a receive from never at 14 that nothing
@@ -358,6 +430,13 @@ TEST(TraceSummary, BadInputsNameFileEventAndField) {
       {R"({"ph":"X","cat":"node","ts":0,"dur":1,"pid":1,"tid":1,"args":{"node":1,"inputs":[],"run":"r"}})",
        0, "args.run"},
       {R"({"ph":"X","ts":0,"dur":-1,"pid":1,"tid":1})", 0, "dur"},
+      {R"({"ph":"X","cat":"wait","name":"blocked","ts":0,"dur":1,"pid":1,"args":{"wait":{}}})", 0,
+       "tid"},
+      {R"({"ph":"X","cat":"wait","name":"blocked","ts":0,"dur":1,"pid":1,"tid":2,"args":{}})", 0,
+       "args.wait"},
+      {R"({"ph":"X","cat":"wait","name":"blocked","ts":0,"dur":1,"pid":1,"tid":2,)"
+       R"("args":{"wait":{"kind":"mutex","obj":3}}})",
+       0, "args.wait.obj"},
   };
   for (const Case& c : cases) {
     const TraceError e = parse_error(doc(c.events));

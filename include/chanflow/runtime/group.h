@@ -109,7 +109,7 @@ class CHANFLOW_API Group {
     Scheduler* const sched;  // null: the scheduler cf::go uses where go() is called
     const Context ctx;
     const ErrorHandler on_error;  // null: keep the first error, cancel ctx
-    WaitGroup wg;
+    WaitGroup wg{"group"};        // named: traces and deadlock reports show "waitgroup group"
     os::Mutex mu;
     std::exception_ptr first CHANFLOW_GUARDED_BY(mu);
   };
