@@ -78,11 +78,7 @@ int run_command(const RunArgs& a) {
     while (ex.scheduler().live() != 0 && trace::now_ns() < give_up) {
       std::this_thread::yield();
     }
-    if (mark != nullptr) {
-      static const trace::Track kRun = trace::thread(trace::process("runtime"), "chanflow run");
-      trace::instant(kRun, "mark", mark, trace::now_ns(), {}, 'g');
-    }
-    trace::stop();
+    trace::stop(mark == nullptr ? "" : mark);
   };
   std::map<std::string, Tensor> out;
   try {

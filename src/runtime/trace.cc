@@ -1314,7 +1314,7 @@ struct WaitDesc {
 // p's armed wait, read while the locks of what it waits on are held (the objects are alive). For a
 // mutex or wait group, also leaves its label in *label for the waker, which must not read the
 // object (fill_wake).
-WaitDesc describe_wait(const Parker& p, TraceWaitLabel* label) {
+WaitDesc recorded_wait(const Parker& p, TraceWaitLabel* label) {
   WaitDesc d;
   switch (p.reason) {
     case WaitReason::kChanSend:
@@ -1357,7 +1357,7 @@ WaitDesc describe_wait(const Parker& p, TraceWaitLabel* label) {
   return d;
 }
 
-// A select's first n cases as records (p's locks held, as for describe_wait).
+// A select's first n cases as records (p's locks held, as for recorded_wait).
 void put_cases(const Parker& p, std::size_t n, CaseRec* out) {
   for (std::size_t i = 0; i < n; ++i) {
     const Waiter& wt = p.waiters[i];
@@ -1527,7 +1527,7 @@ void trace_os_block_begin(const Parker* p, TraceWaitLabel* label, TraceWake* wak
   const uint64_t gen = g_generation.load(std::memory_order_acquire);
   if (gen == 0) return;
   try {
-    b.desc = describe_wait(*p, label);
+    b.desc = recorded_wait(*p, label);
     put_cases(*p, b.desc.ncases, b.cases);
     b.generation = gen;
     b.start = record_ns();
@@ -1620,7 +1620,7 @@ void trace_run_end(Worker* w, Task* t, RunEnd end) noexcept {
   // What it parks on, read while the lock of that is still held (the objects are alive).
   const Parker& p = t->parker;
   const bool parked = end == RunEnd::kPark;
-  const WaitDesc d = parked ? describe_wait(p, &t->trace_wait_label) : WaitDesc{};
+  const WaitDesc d = parked ? recorded_wait(p, &t->trace_wait_label) : WaitDesc{};
   const std::size_t ncases = d.ncases;
   const WaitKind wait = d.wait;
   const ObjKind wait_obj_kind = d.obj_kind;
@@ -1872,8 +1872,9 @@ Track thread(uint32_t pid, std::string_view name) {
 
 namespace {
 
-// Ends the current recording; g_session_mu held. Returns whether writing failed.
-bool stop_locked() CHANFLOW_REQUIRES(detail::g_session_mu) {
+// Ends the current recording; g_session_mu held. `mark`, when not empty, names a global mark at
+// the end (outside the event bound, as "stop"). Returns whether writing failed.
+bool stop_locked(std::string_view mark = {}) CHANFLOW_REQUIRES(detail::g_session_mu) {
   using namespace detail;
   if (g_generation.load(std::memory_order_relaxed) == 0) return false;
   g_trace_enabled.store(false, std::memory_order_relaxed);
@@ -1951,6 +1952,14 @@ bool stop_locked() CHANFLOW_REQUIRES(detail::g_session_mu) {
     append_us(text, rel_ns(end_ns));
     append_format(text, R"(,"pid":%u,"tid":0,"args":{"dropped_events":%zu,"max_events":%zu}})", rt,
                   dropped, max_events);
+  }
+  if (!mark.empty()) {
+    next();
+    text += R"({"ph":"i","s":"g","cat":"mark","name":)";
+    append_string(text, mark);
+    text += R"(,"ts":)";
+    append_us(text, rel_ns(end_ns));
+    append_format(text, R"(,"pid":%u,"tid":0})", rt);
   }
   next();
   text += R"({"ph":"i","s":"g","cat":"mark","name":"stop","ts":)";
@@ -2071,9 +2080,9 @@ void start(const Options& options) {
   g_trace_enabled.store(true, std::memory_order_release);
 }
 
-void stop() {
+void stop(std::string_view mark) {
   os::LockGuard g(detail::g_session_mu);
-  if (stop_locked()) {
+  if (stop_locked(mark)) {
     CHANFLOW_THROW(Error) << "trace::stop: writing '" << *detail::g_path << "' failed";
   }
 }

@@ -156,6 +156,48 @@ TEST(Trace, KeepsAtMostMaxEventsAndCountsTheRest) {
   cf::trace::stop();
 }
 
+// stop(mark) ends the file with that mark beside "stop", also when the bound was used up long
+// before (the way a run ended is not one of its events); stop() writes no other mark.
+TEST(Trace, StopMarkIsWrittenPastTheBound) {
+  const cf::trace::Track t = cf::trace::thread(cf::trace::process("trace test"), "stop mark");
+  for (const bool past_bound : {false, true}) {
+    cf::trace::start({.max_events = 10});
+    for (int k = 0; k < (past_bound ? 100 : 3); ++k) {
+      cf::trace::instant(t, "fill", "e", cf::trace::now_ns());
+    }
+    cf::trace::stop("cancelled");
+    const json doc = json::parse(cf::trace::to_json());
+    std::map<std::string, int64_t> marks;  // name -> ts in ns
+    for (const json& e : doc["traceEvents"]) {
+      if (e.value("cat", "") == "mark")
+        marks[e["name"]] = std::llround(e["ts"].get<double>() * 1e3);
+    }
+    ASSERT_EQ(marks.count("cancelled"), 1u) << doc.dump();
+    ASSERT_EQ(marks.count("stop"), 1u);
+    EXPECT_EQ(marks["cancelled"], marks["stop"]);
+    EXPECT_EQ(marks.count("dropped"), past_bound ? 1u : 0u);
+    EXPECT_EQ(doc["otherData"]["complete"], true);
+    EXPECT_LE(doc["otherData"]["events"].get<std::size_t>(), 10u);
+  }
+  cf::trace::start({.max_events = 10});
+  cf::trace::stop();
+  const json plain = json::parse(cf::trace::to_json());
+  for (const json& e : plain["traceEvents"]) {
+    if (e.value("cat", "") == "mark") {
+      EXPECT_EQ(e["name"], "stop");
+    }
+  }
+  // A mark is escaped like any name.
+  cf::trace::start();
+  cf::trace::stop("a \"quoted\" end");
+  bool found = false;
+  const json quoted = json::parse(cf::trace::to_json());
+  for (const json& e : quoted["traceEvents"]) {
+    found = found || (e.value("cat", "") == "mark" && e["name"] == "a \"quoted\" end");
+  }
+  EXPECT_TRUE(found);
+}
+
 // The buffers waiting for the writer are bounded too: a burst far larger than buffer_bytes is
 // written or counted, every event one or the other.
 TEST(Trace, BufferBoundDropsAndCountsWhenTheWriterFallsBehind) {

@@ -69,7 +69,9 @@ CHANFLOW_API void start(const Options& options = {});
 // track names, a "stop" mark and "otherData" ({"chanflow_trace": 1, "dropped_events": N,
 // "max_events": M, "complete": true}); the file is closed. Blocks until written. A no-op when
 // off. Throws Error when writing the file failed (the recording is over all the same).
-CHANFLOW_API void stop();
+// `mark`, when not empty, is a global mark of that name written with "stop" at the same time,
+// such as "cancelled": like "stop" it is written whatever the event bound dropped.
+CHANFLOW_API void stop(std::string_view mark = {});
 // Whether a recording is on. One relaxed load.
 CHANFLOW_API bool enabled() noexcept;
 // Events written by the current or last recording, and events it dropped. Snapshots; exact once
