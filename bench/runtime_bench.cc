@@ -51,19 +51,25 @@ double in_green_thread(F&& shape) {
   return *out.recv();
 }
 
+// Where a shape's measuring code runs: in a green thread (as Go's benchmarks run in goroutines),
+// or on the benchmark's OS thread, as the executor's block 0 and a Python thread do (its channel
+// operations then block the OS thread).
+enum class Where { kGreenThread, kOsThread };
+
 // The benchmark loop shared by every shape: a scheduler of state.range(0) workers, one warm-up
 // run, then one timed run per iteration. `ops` is how many operations one run performs.
 template <class F>
-void run_shape(benchmark::State& state, int64_t ops, F&& shape) {
+void run_shape(benchmark::State& state, int64_t ops, F&& shape, Where where = Where::kGreenThread) {
   cf::Scheduler scheduler({.workers = static_cast<int>(state.range(0))});
   cf::ScopedDefaultScheduler use(scheduler);
-  if (in_green_thread(shape) < 0) {
+  auto run = [&] { return where == Where::kGreenThread ? in_green_thread(shape) : shape(); };
+  if (run() < 0) {
     state.SkipWithError("result check failed");
     return;
   }
   double total = 0;
   for (auto _ : state) {
-    const double secs = in_green_thread(shape);
+    const double secs = run();
     if (secs < 0) {
       state.SkipWithError("result check failed");
       return;
@@ -167,6 +173,44 @@ void BM_PingPongTraced(benchmark::State& state) {
   std::remove(path.c_str());
 }
 CHANFLOW_BENCH_WORKERS(BM_PingPongTraced);
+
+// BM_PingPong with the pinging side on the benchmark's OS thread: each round trip blocks it on
+// the echo's answer (a futex wait and wake where a green thread parks). Traced, each blocking wait
+// is a "blocked" slice with its wake flow (docs/runtime.md, "File format"); counter dropped_share
+// as BM_PingPongTraced's.
+void os_ping_pong(benchmark::State& state, bool traced) {
+  const int64_t n = scaled(100'000);
+  const char* tmp = std::getenv("TMPDIR");
+  const std::string path =
+      std::string(tmp != nullptr ? tmp : "/tmp") + "/chanflow_bench_os_trace.json";
+  std::size_t kept = 0, dropped = 0;
+  run_shape(
+      state, n,
+      [&]() -> double {
+        return ping_pong(n, cf::make_chan<int64_t>(0, "req"), cf::make_chan<int64_t>(0, "resp"),
+                         [&](bool start) {
+                           if (!traced) return;
+                           if (start) {
+                             cf::trace::start({.path = path, .max_events = 0});
+                             return;
+                           }
+                           cf::trace::stop();
+                           kept += cf::trace::event_count();
+                           dropped += cf::trace::dropped_count();
+                         });
+      },
+      Where::kOsThread);
+  if (traced) {
+    state.counters["dropped_share"] =
+        kept + dropped == 0 ? 0.0
+                            : static_cast<double>(dropped) / static_cast<double>(kept + dropped);
+    std::remove(path.c_str());
+  }
+}
+void BM_OsPingPong(benchmark::State& state) { os_ping_pong(state, false); }
+void BM_OsPingPongTraced(benchmark::State& state) { os_ping_pong(state, true); }
+CHANFLOW_BENCH_WORKERS(BM_OsPingPong);
+CHANFLOW_BENCH_WORKERS(BM_OsPingPongTraced);
 
 // Buffered chan(128): a producer green thread streams n ints to the measuring green thread.
 void BM_Buffered128(benchmark::State& state) {
