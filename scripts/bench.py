@@ -398,6 +398,9 @@ def rows():
         add("channels", f"unbuffered ping-pong round trip, {w} worker{'s' * (w > 1)}",
             ("cf_runtime", f"BM_PingPong/{w}"), (go, "pingpong"), gname, "ns",
             ("<=", 0.5) if w == 1 else None)
+        add("channels", f"ping-pong with the pinging side on an OS thread, {w} worker{'s' * (w > 1)}",
+            ("cf_runtime", f"BM_OsPingPong/{w}"), (go, "ospingpong"),
+            f"{gname}, LockOSThread", "ns", ("<=", 1.0))
         add("channels", f"buffered(128) 1P->1C throughput, {w} worker{'s' * (w > 1)}",
             ("cf_runtime", f"BM_Buffered128/{w}"), (go, "buffered128"), gname, "M msg/s",
             (">=", 2.0), per_s)

@@ -8,6 +8,7 @@
 // existence suspends detection (waiters then recheck every 50 ms).
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "chanflow/runtime/detail/wait.h"
@@ -28,6 +29,9 @@ void os_waiter_remove(Parker* p);
 // test waits on it for an OS thread to block, where polling the object's own lock would compete
 // with the thread taking it.
 int os_waiter_count() noexcept;
+// Waits of the calling OS thread that its spin saw end (woken without a futex sleep), since the
+// thread began (os_park, park.cc). Tests only.
+uint64_t os_spin_wakes() noexcept;
 
 enum class DeadlockState { kNo, kForeignThreads, kYes };
 // For a parked OS thread: if the deadlock condition holds and p's wait can still be canceled,

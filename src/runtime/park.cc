@@ -1,4 +1,7 @@
 // park.cc — parking and waking green threads and OS threads.
+#include <sched.h>
+
+#include <algorithm>
 #include <cstddef>
 #include <string>
 #include <type_traits>
@@ -52,6 +55,11 @@ struct OsParker {
   // What woke it: written by the waker before it sets os_word (release), read by the thread
   // after it saw os_word set (acquire).
   TraceWake trace_wake;
+  // The spin's backoff (os_park), owned by the thread: spins that failed in a row, and waits
+  // left that sleep at once.
+  int failed_spins = 0;
+  int spins_to_skip = 0;
+  uint64_t spin_wakes = 0;  // os_spin_wakes()
 };
 static_assert(std::is_standard_layout_v<OsParker> && offsetof(OsParker, parker) == 0);
 
@@ -71,24 +79,57 @@ thread_local std::string t_deadlock_report;
 // the check saves (docs/runtime.md, "Design notes").
 constexpr long kCheckPeriodNs = 50L * 1000 * 1000;  // 50 ms
 
+// Pause iterations a blocking OS thread polls its word before it sleeps in the futex: about 5 us
+// at 10 ns a pause (tens of microseconds where a pause takes 140 cycles). A green thread's answer
+// (the echo of a ping-pong, a go block's result for block 0) comes within a microsecond when a
+// worker is awake, while a futex sleep and a wake-up on an idle CPU cost 5-10 us each on a
+// virtual machine (docs/runtime.md, "An OS thread spins before it sleeps").
+constexpr int kOsSpins = 512;
+// After a spin that found nothing, the next 2^n - 1 waits (n spins failed in a row, at most this)
+// sleep at once. On a host whose CPUs are taken, a spin mostly fails and its CPU time delays the
+// worker that would answer; a spin that succeeds resets the backoff.
+constexpr int kMaxSpinBackoffShift = 6;
+
+// Whether this process may run on more than one CPU. On one CPU a spin only delays the thread
+// that would wake the spinner.
+bool may_spin() noexcept {
+  static const bool many = [] {
+    cpu_set_t set;
+    return sched_getaffinity(0, sizeof set, &set) != 0 || CPU_COUNT(&set) > 1;
+  }();
+  return many;
+}
+
+// Polls p's word for up to kOsSpins pauses; whether it changed (woken or poked).
+bool spin_for_word(const Parker* p) noexcept {
+  for (int i = 0; i < kOsSpins; ++i) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+    if (p->os_word.load(std::memory_order_acquire) != Parker::kOsWaiting) return true;
+  }
+  return false;
+}
+
 uint32_t os_park(Parker* p, void (*unlock)(void*), void* arg) {
   OsParker* os = os_parker_of(p);
   // Before the unlock: what it blocks on is read while alive.
   const bool traced = trace_on();
   if (traced) trace_os_block_begin(p, &os->trace_label, &os->trace_wake);
-  p->os_word.store(0, std::memory_order_relaxed);
+  p->os_word.store(Parker::kOsWaiting, std::memory_order_relaxed);
   os_waiter_add(p);
   if (unlock != nullptr) unlock(arg);
+  bool spin = may_spin();
   bool check = false;
   bool canceled = false;
   long timeout = kCheckPeriodNs;
   for (;;) {
     const uint32_t w = p->os_word.load(std::memory_order_acquire);
-    if (w == 1) break;
-    if (w == 2 || check) {
+    if (w == Parker::kOsWoken) break;
+    if (w == Parker::kOsCheck || check) {
       timeout = 0;
-      uint32_t two = 2;
-      p->os_word.compare_exchange_strong(two, 0, std::memory_order_acq_rel);
+      uint32_t poked = Parker::kOsCheck;
+      p->os_word.compare_exchange_strong(poked, Parker::kOsWaiting, std::memory_order_acq_rel);
       check = false;
       DeadlockState d = deadlock_check_and_cancel(p, &t_deadlock_report);
       if (d == DeadlockState::kYes) {
@@ -97,9 +138,32 @@ uint32_t os_park(Parker* p, void (*unlock)(void*), void* arg) {
       }
       // Plain threads exist that might still wake us: look again now and then.
       if (d == DeadlockState::kForeignThreads) timeout = kCheckPeriodNs;
-      if (p->os_word.load(std::memory_order_acquire) != 0) continue;
+      continue;
     }
-    futex_wait(&p->os_word, 0, timeout);
+    if (spin) {
+      spin = false;
+      if (os->spins_to_skip > 0) {
+        --os->spins_to_skip;
+      } else if (spin_for_word(p)) {
+        os->failed_spins = 0;
+        if (p->os_word.load(std::memory_order_relaxed) == Parker::kOsWoken) ++os->spin_wakes;
+        continue;
+      } else {
+        os->failed_spins = std::min(os->failed_spins + 1, kMaxSpinBackoffShift);
+        os->spins_to_skip = (1 << os->failed_spins) - 1;
+      }
+    }
+    // Announce the sleep: from here a waker must wake the futex. Fails when woken or poked since.
+    uint32_t waiting = Parker::kOsWaiting;
+    if (!p->os_word.compare_exchange_strong(waiting, Parker::kOsAsleep,
+                                            std::memory_order_acq_rel)) {
+      continue;
+    }
+    futex_wait(&p->os_word, Parker::kOsAsleep, timeout);
+    // Awake again (woken, poked, timed out or spuriously): back to waiting unless a waker or a
+    // poke changed the word, which the next round reads.
+    uint32_t asleep = Parker::kOsAsleep;
+    p->os_word.compare_exchange_strong(asleep, Parker::kOsWaiting, std::memory_order_acq_rel);
     if (timeout != 0) check = true;
   }
   os_waiter_remove(p);
@@ -110,6 +174,8 @@ uint32_t os_park(Parker* p, void (*unlock)(void*), void* arg) {
 }
 
 }  // namespace
+
+uint64_t os_spin_wakes() noexcept { return t_os_parker.spin_wakes; }
 
 Parker* current_parker() noexcept {
   Task* t = current_task();
@@ -143,8 +209,11 @@ void unpark(Parker* p) noexcept {
     OsParker* os = os_parker_of(p);
     trace_os_wake(p, os->trace_label, &os->trace_wake);
   }
-  p->os_word.store(1, std::memory_order_release);
-  futex_wake_all(&p->os_word);
+  // Release: the claim's writes (the value, `fired`) and trace_wake reach the thread with the
+  // word. The futex only when the thread sleeps in it: one spinning sees the word.
+  if (p->os_word.exchange(Parker::kOsWoken, std::memory_order_release) == Parker::kOsAsleep) {
+    futex_wake_all(&p->os_word);
+  }
 }
 
 void throw_park_canceled(Parker* p) {
@@ -156,9 +225,12 @@ void throw_park_canceled(Parker* p) {
 
 // Only deadlock.cc pokes parked OS threads.
 void poke_os_waiter(Parker* p) noexcept {
-  uint32_t zero = 0;
-  if (p->os_word.compare_exchange_strong(zero, 2, std::memory_order_acq_rel)) {
-    futex_wake_all(&p->os_word);
+  uint32_t w = p->os_word.load(std::memory_order_acquire);
+  while (w == Parker::kOsWaiting || w == Parker::kOsAsleep) {
+    if (p->os_word.compare_exchange_weak(w, Parker::kOsCheck, std::memory_order_acq_rel)) {
+      if (w == Parker::kOsAsleep) futex_wake_all(&p->os_word);
+      return;
+    }
   }
 }
 

@@ -1,4 +1,6 @@
 // Chan<T> semantics on 1, 2, 4 and 8 workers, from green threads and OS threads.
+#include <sched.h>
+
 #include <atomic>
 #include <memory>
 #include <numeric>
@@ -6,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "deadlock.h"  // white-box: os_spin_wakes
 #include "runtime_test_util.h"
 
 namespace {
@@ -25,6 +28,29 @@ TEST_P(Chan, UnbufferedPingPong) {
   }
   ping.close();
   EXPECT_EQ(pong.recv(), std::nullopt);
+}
+
+// An OS thread waiting for a green thread's answer polls before it sleeps (os_park), so some of
+// its waits end without a futex sleep and wake-up. Bounded by round trips, not time: on a busy
+// host many spins fail, but not all of them. Without the spin the count stays 0.
+TEST_P(Chan, OsThreadWaitEndsWhileItSpins) {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) < 2) {
+    GTEST_SKIP() << "one CPU: a blocking OS thread sleeps at once";
+  }
+  auto ping = cf::make_chan<int>();
+  auto pong = cf::make_chan<int>();
+  cf::go("echo", [ping, pong] {
+    for (std::optional<int> v = ping.recv(); v; v = ping.recv()) pong.send(*v + 1);
+  });
+  const uint64_t before = cf::detail::os_spin_wakes();
+  int trips = 0;
+  for (; trips < 200'000 && cf::detail::os_spin_wakes() == before; ++trips) {
+    ping.send(trips);
+    ASSERT_EQ(pong.recv(), trips + 1);
+  }
+  ping.close();
+  EXPECT_GT(cf::detail::os_spin_wakes(), before) << "no wait ended while spinning in " << trips;
 }
 
 TEST_P(Chan, UnbufferedIsRendezvous) {

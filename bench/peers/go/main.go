@@ -65,6 +65,20 @@ func pingPong(n int) float64 {
 	return nsPer(d, n)
 }
 
+// osPingPong: pingPong with the pinging side locked to its OS thread (runtime.LockOSThread), as a
+// goroutine calling into C or a thread-bound library runs: each blocking receive stops its thread
+// and the echo's answer hands it a P again. chanflow's peer is an OS thread blocking on a channel
+// (the executor's block 0, a Python thread).
+func osPingPong(n int) float64 {
+	out := make(chan float64)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		out <- pingPong(n)
+	}()
+	return <-out
+}
+
 // buffered: one producer goroutine streams n ints through chan(capacity) to the main goroutine.
 func buffered(n, capacity int) float64 {
 	c := make(chan int, capacity)
@@ -295,6 +309,7 @@ func main() {
 	}
 	shapes := []shape{
 		{"pingpong", "ns", func() float64 { return pingPong(scaled(1_000_000)) }, false},
+		{"ospingpong", "ns", func() float64 { return osPingPong(scaled(100_000)) }, false},
 		{"buffered128", "ns", func() float64 { return buffered(scaled(10_000_000), 128) }, false},
 		{"select2_uncontended", "ns", func() float64 { return selectUncontended(scaled(10_000_000)) }, false},
 		{"select_default", "ns", func() float64 { return selectDefault(scaled(50_000_000)) }, false},

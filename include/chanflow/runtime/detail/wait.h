@@ -151,8 +151,15 @@ struct Parker {
   std::atomic<uint32_t> state{kIdle};
   Waiter* fired = nullptr;
   Task* task = nullptr;  // null for an OS thread
-  // OS threads sleep on this word: 0 asleep, 1 woken, 2 asked to check for a deadlock.
-  std::atomic<uint32_t> os_word{0};
+  // An OS thread's wait (os_park): kOsWaiting while it spins or decides to sleep, kOsAsleep once
+  // it announced its futex sleep (only then must a waker or a poke call futex wake), kOsWoken when
+  // unparked, kOsCheck when asked to check for a deadlock. Only the thread itself moves the word
+  // back to kOsWaiting (from kOsAsleep or kOsCheck); wakers and pokes move it away from there.
+  static constexpr uint32_t kOsWaiting = 0;
+  static constexpr uint32_t kOsWoken = 1;
+  static constexpr uint32_t kOsCheck = 2;
+  static constexpr uint32_t kOsAsleep = 3;
+  std::atomic<uint32_t> os_word{kOsWaiting};
   // Diagnostics: set as the park is armed; read by deadlock reports while everything is parked,
   // and by traces on the parking thread and on the one that claims it.
   WaitReason reason = WaitReason::kNone;
