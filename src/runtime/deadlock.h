@@ -29,9 +29,13 @@ void os_waiter_remove(Parker* p);
 // test waits on it for an OS thread to block, where polling the object's own lock would compete
 // with the thread taking it.
 int os_waiter_count() noexcept;
-// Waits of the calling OS thread that its spin saw end (woken without a futex sleep), since the
-// thread began (os_park, park.cc). Tests only.
-uint64_t os_spin_wakes() noexcept;
+// The calling OS thread's spins before a futex sleep since it began (os_park, park.cc), and how
+// many of them saw the wait end (woken without a futex sleep). Tests only.
+struct OsSpins {
+  uint64_t spins = 0;
+  uint64_t wakes = 0;
+};
+OsSpins os_spins() noexcept;
 
 enum class DeadlockState { kNo, kForeignThreads, kYes };
 // For a parked OS thread: if the deadlock condition holds and p's wait can still be canceled,

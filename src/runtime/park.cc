@@ -59,11 +59,29 @@ struct OsParker {
   // left that sleep at once.
   int failed_spins = 0;
   int spins_to_skip = 0;
-  uint64_t spin_wakes = 0;  // os_spin_wakes()
+  // Whether the thread may run on more than one CPU (on one, a spin only delays the thread that
+  // would wake the spinner), read again when the countdown reaches 0.
+  bool many_cpus = false;
+  int affinity_check_in = 0;
+  OsSpins spins;  // os_spins()
 };
 static_assert(std::is_standard_layout_v<OsParker> && offsetof(OsParker, parker) == 0);
 
 OsParker* os_parker_of(Parker* p) noexcept { return reinterpret_cast<OsParker*>(p); }
+
+// Waits between an OS thread's readings of its CPU affinity (may_spin): the reading is a system
+// call, and the affinity may change (a test, taskset on a running process).
+constexpr int kWaitsPerAffinityCheck = 1024;
+
+// Whether os's thread may run on more than one CPU now (read every kWaitsPerAffinityCheck waits).
+bool may_spin(OsParker* os) noexcept {
+  if (--os->affinity_check_in <= 0) {
+    os->affinity_check_in = kWaitsPerAffinityCheck;
+    cpu_set_t set;
+    os->many_cpus = sched_getaffinity(0, sizeof set, &set) != 0 || CPU_COUNT(&set) > 1;
+  }
+  return os->many_cpus;
+}
 
 thread_local OsParker t_os_parker;
 thread_local std::string t_deadlock_report;
@@ -90,16 +108,6 @@ constexpr int kOsSpins = 512;
 // worker that would answer; a spin that succeeds resets the backoff.
 constexpr int kMaxSpinBackoffShift = 6;
 
-// Whether this process may run on more than one CPU. On one CPU a spin only delays the thread
-// that would wake the spinner.
-bool may_spin() noexcept {
-  static const bool many = [] {
-    cpu_set_t set;
-    return sched_getaffinity(0, sizeof set, &set) != 0 || CPU_COUNT(&set) > 1;
-  }();
-  return many;
-}
-
 // Polls p's word for up to kOsSpins pauses; whether it changed (woken or poked).
 bool spin_for_word(const Parker* p) noexcept {
   for (int i = 0; i < kOsSpins; ++i) {
@@ -119,7 +127,7 @@ uint32_t os_park(Parker* p, void (*unlock)(void*), void* arg) {
   p->os_word.store(Parker::kOsWaiting, std::memory_order_relaxed);
   os_waiter_add(p);
   if (unlock != nullptr) unlock(arg);
-  bool spin = may_spin();
+  bool spin = may_spin(os);
   bool check = false;
   bool canceled = false;
   long timeout = kCheckPeriodNs;
@@ -144,11 +152,13 @@ uint32_t os_park(Parker* p, void (*unlock)(void*), void* arg) {
       spin = false;
       if (os->spins_to_skip > 0) {
         --os->spins_to_skip;
-      } else if (spin_for_word(p)) {
-        os->failed_spins = 0;
-        if (p->os_word.load(std::memory_order_relaxed) == Parker::kOsWoken) ++os->spin_wakes;
-        continue;
       } else {
+        ++os->spins.spins;
+        if (spin_for_word(p)) {
+          os->failed_spins = 0;
+          if (p->os_word.load(std::memory_order_relaxed) == Parker::kOsWoken) ++os->spins.wakes;
+          continue;
+        }
         os->failed_spins = std::min(os->failed_spins + 1, kMaxSpinBackoffShift);
         os->spins_to_skip = (1 << os->failed_spins) - 1;
       }
@@ -175,7 +185,7 @@ uint32_t os_park(Parker* p, void (*unlock)(void*), void* arg) {
 
 }  // namespace
 
-uint64_t os_spin_wakes() noexcept { return t_os_parker.spin_wakes; }
+OsSpins os_spins() noexcept { return t_os_parker.spins; }
 
 Parker* current_parker() noexcept {
   Task* t = current_task();
@@ -213,6 +223,7 @@ void unpark(Parker* p) noexcept {
   // word. The futex only when the thread sleeps in it: one spinning sees the word.
   if (p->os_word.exchange(Parker::kOsWoken, std::memory_order_release) == Parker::kOsAsleep) {
     futex_wake_all(&p->os_word);
+    if (Task* self = current_task()) self->worker->woke_os_thread = true;
   }
 }
 

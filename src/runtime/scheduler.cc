@@ -663,6 +663,14 @@ Task* SchedulerImpl::find_work(Worker* w) {
         w->spinning = true;
         nspinning.fetch_add(1, std::memory_order_seq_cst);
       }
+      // A task here just futex-woke an OS thread, which the kernel may have queued on this CPU
+      // (the other ones busy): let it run now rather than after the spin (the ping-pong of block
+      // 0 or a Python thread with a green thread; docs/runtime.md, "An OS thread spins before it
+      // sleeps").
+      if (w->woke_os_thread) {
+        w->woke_os_thread = false;
+        sched_yield();
+      }
       bool found = false;
       for (int i = 0; i < kIdleSpins && !found; ++i) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -706,6 +714,7 @@ Task* SchedulerImpl::find_work(Worker* w) {
     // deadlock (if OS threads wait on green threads). Only it checks: the check takes a global
     // lock and reads every worker's counters.
     if (last_to_sleep) deadlock_poke();
+    bump(w->idle_sleeps);
     // While idle stacks wait to be given back, wake up when their trim period ends.
     while (w->sleep_word.load(std::memory_order_acquire) == 1) {
       futex_wait(&w->sleep_word, 1, trim_wait);

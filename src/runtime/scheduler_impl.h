@@ -60,6 +60,9 @@ struct Worker {
   void* after_arg = nullptr;
   bool after_is_park = false;
   bool spinning = false;
+  // A task on this worker futex-woke a sleeping OS thread (unpark; owner-only): before it spins
+  // idle, the worker yields its CPU once, where the kernel may have queued that thread.
+  bool woke_os_thread = false;
   // Runnext backoff (owner-only; scheduler.cc, steal): after a grace steal failed because the
   // victim kept dispatching, this idle worker leaves every runnext alone until runnext_quiet_until
   // (steady-clock ns); runnext_backoff_ns doubles with each such failure in a row.
@@ -69,6 +72,8 @@ struct Worker {
   std::atomic<uint64_t> runnext_grace_waits{0};
   // Runnext tasks this worker took as a thief after the grace (owner-written; tests read it).
   std::atomic<uint64_t> runnext_steals{0};
+  // Times this worker went to sleep for lack of work (owner-written; tests read it).
+  std::atomic<uint64_t> idle_sleeps{0};
   uint32_t tick = 0;
   uint64_t rng = 0;
   void* tsan_fiber = nullptr;
