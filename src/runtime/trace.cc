@@ -1953,18 +1953,16 @@ bool stop_locked(std::string_view mark = {}) CHANFLOW_REQUIRES(detail::g_session
     append_format(text, R"(,"pid":%u,"tid":0,"args":{"dropped_events":%zu,"max_events":%zu}})", rt,
                   dropped, max_events);
   }
-  if (!mark.empty()) {
+  // The marks of how the recording ended: the caller's (e.g. "cancelled"), then "stop".
+  for (const std::string_view name : {mark, std::string_view("stop")}) {
+    if (name.empty()) continue;
     next();
     text += R"({"ph":"i","s":"g","cat":"mark","name":)";
-    append_string(text, mark);
+    append_string(text, name);
     text += R"(,"ts":)";
     append_us(text, rel_ns(end_ns));
     append_format(text, R"(,"pid":%u,"tid":0})", rt);
   }
-  next();
-  text += R"({"ph":"i","s":"g","cat":"mark","name":"stop","ts":)";
-  append_us(text, rel_ns(end_ns));
-  append_format(text, R"(,"pid":%u,"tid":0})", rt);
   append_format(text,
                 "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"chanflow_trace\":1,"
                 "\"dropped_events\":%zu,\"max_events\":%zu,\"events\":%zu,\"complete\":true}}\n",
