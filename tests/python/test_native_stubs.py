@@ -431,8 +431,7 @@ BAD_FROM = MYPY_PROGRAM.splitlines().index("cf.relu(1.0)") + 1
 def test_mypy_checks_graph_code_against_the_stub(tmp_path):
     """mypy --strict finds nothing in the stub, accepts the graph API used right and rejects each
     wrong call. Skipped where mypy is not installed (Debian: python3-mypy)."""
-    if importlib.util.find_spec("mypy") is None:
-        pytest.skip("mypy is not installed")
+    pytest.importorskip("mypy")
     program = tmp_path / "use_graph.py"
     program.write_text(MYPY_PROGRAM, encoding="utf-8")
     env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(cf.__file__)))
