@@ -5,7 +5,7 @@ The native API (``chanflow._native``, one extension module over the C++ library)
 - ``Tensor`` and ``tensor(obj, dtype=None)`` / ``from_dlpack(obj)``: zero-copy exchange with
   NumPy, PyTorch and any DLPack producer;
 - ``Program`` (``from_text``, ``from_binary``, ``load``, ``from_blocks``), ``load_program``,
-  ``op_schema`` and ``ProgramBuilder`` (the C++ builder: ``Var``, ``VarType``, block guards);
+  ``op_schema`` / ``op_types`` and ``ProgramBuilder`` (the C++ builder: ``Var``, ``VarType``, block guards);
 - ``Executor.run(program, feed, fetch, channels, timeout)``, with the GIL released while it runs;
 - ``Object`` and one class per object type (``types``, ``object_class``), ``Array`` and ``Map``,
   ``to_object``, ``to_json`` / ``from_json``;
@@ -68,6 +68,7 @@ from chanflow._native import (  # noqa: F401
     grad,
     object_class,
     op_schema,
+    op_types,
     recv_case,
     register_func,
     remove_global_func,
@@ -85,7 +86,7 @@ from chanflow._native import (  # noqa: F401
 __all__ = [
     "BlockRef", "CanceledError", "ChannelClosedError", "DeadlineExceededError", "DeadlockError",
     "Error", "Executor", "LimitError", "MachineError", "Program", "ProgramError", "ShapeError",
-    "Tensor", "TypeError", "from_dlpack", "op_schema", "tensor",
+    "Tensor", "TypeError", "from_dlpack", "op_schema", "op_types", "tensor",
     # objects
     "Array", "JSONError", "Map", "Object", "from_json", "object_class", "to_json", "to_object",
     "types",

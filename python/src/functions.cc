@@ -39,7 +39,15 @@ Function function_from_python(py::object fn) {
       py::tuple py_args(args.size());
       for (size_t i = 0; i < args.size(); ++i) py_args[i] = wrap_object(args[i]);
       py::object r = held.get()(*py_args);
-      result = to_object(r, result_what);
+      try {
+        result = to_object(r, result_what);
+      } catch (py::error_already_set& e) {
+        // A result that cannot be converted is the function's fault, reported as such (docs:
+        // chanflow.TypeError naming the function), not as an exception of the callable: a
+        // container that contains itself (ValueError) or is nested too deep (RecursionError).
+        if (!e.matches(PyExc_ValueError) && !e.matches(PyExc_RecursionError)) throw;
+        throw TypeError(py::str(e.value()).cast<std::string>());
+      }
     });
     return result;
   });

@@ -147,7 +147,7 @@ void bind_object_classes(py::module_& m);
 // -> Tensor (as tensor(obj) converts them). Errors name `what` and the place inside it
 // ("what[1]['k']"): chanflow.TypeError for a value with no conversion or an int beyond int64,
 // ValueError for a container that contains itself or a str that is not text, RecursionError
-// past Python's recursion limit. Needs the GIL.
+// past Python's recursion limit or 10,000 levels. Needs the GIL.
 ObjectRef to_object(py::handle value, const std::string& what);
 
 // ---- program.cc (shared with builder.cc) ----

@@ -252,12 +252,30 @@ struct Path {
   bool is_key = false;
 };
 
+// "what[1]['k']"; a deep place keeps its first and last steps ("what[0][0]...[0]" with the
+// number of steps left out between), so a message stays short however deep the value sits.
 std::string render(const Path& p) {
-  if (p.root != nullptr) return *p.root;
-  std::string out = render(*p.parent);
-  if (p.index >= 0) return out + "[" + std::to_string(p.index) + "]";
-  const std::string k = repr_text(p.key);
-  return p.is_key ? out + " key " + k : out + "[" + k + "]";
+  std::vector<const Path*> steps;  // innermost first
+  const Path* q = &p;
+  for (; q->root == nullptr; q = q->parent) steps.push_back(q);
+  constexpr size_t kShown = 8;  // steps kept at each end
+  std::string out = *q->root;
+  for (size_t i = steps.size(); i-- > 0;) {
+    const size_t from_start = steps.size() - 1 - i;
+    if (steps.size() > 2 * kShown && from_start == kShown) {
+      out += "[... " + std::to_string(steps.size() - 2 * kShown) + " more levels ...]";
+      i -= steps.size() - 2 * kShown - 1;
+      continue;
+    }
+    const Path& s = *steps[i];
+    if (s.index >= 0) {
+      out += "[" + std::to_string(s.index) + "]";
+    } else {
+      const std::string k = repr_text(s.key);
+      out += s.is_key ? " key " + k : "[" + k + "]";
+    }
+  }
+  return out;
 }
 
 [[noreturn]] void raise_python(PyObject* type, const std::string& message) {
@@ -325,7 +343,9 @@ class Converter {
   }
 
   // Enters one container level: a container that contains itself is a ValueError, nesting past
-  // Python's recursion limit a RecursionError, both naming the place.
+  // Python's recursion limit or kMaxNesting a RecursionError, both naming the place. The fixed
+  // bound keeps the C stack (a few hundred bytes per level) well inside a thread's, whatever
+  // recursion limit the program set: 100,000 levels overflow an 8 MiB stack.
   class Level {
    public:
     Level(Converter* c, PyObject* o, const Path& path) : c_(c), o_(o) {
@@ -333,14 +353,21 @@ class Converter {
         raise_python(PyExc_ValueError,
                      render(path) + ": the " + Py_TYPE(o)->tp_name + " contains itself");
       }
+      if (c_->depth_ >= kMaxNesting) {
+        c_->active_.erase(o_);
+        raise_python(PyExc_RecursionError, render(path) + ": nested deeper than " +
+                                               std::to_string(kMaxNesting) + " levels");
+      }
       if (Py_EnterRecursiveCall(" while converting to a chanflow object") != 0) {
         c_->active_.erase(o_);
         PyErr_Clear();
         raise_python(PyExc_RecursionError,
                      render(path) + ": nested deeper than Python's recursion limit");
       }
+      ++c_->depth_;
     }
     ~Level() {
+      --c_->depth_;
       Py_LeaveRecursiveCall();
       c_->active_.erase(o_);
     }
@@ -390,7 +417,9 @@ class Converter {
     return map;
   }
 
+  static constexpr int kMaxNesting = 10'000;
   std::unordered_set<PyObject*> active_;
+  int depth_ = 0;  // containers entered
 };
 
 ObjectRef convert_root(py::handle value, const std::string& what) {

@@ -387,6 +387,13 @@ Program from_blocks(py::handle blocks) {
 
 // ---- schemas ----
 
+template <class Item, class Vector>
+py::list list_of(const Vector& values) {
+  py::list l;
+  for (const auto& v : values) l.append(Item(v));
+  return l;
+}
+
 py::object attr_to_python(const Attr& a) {
   switch (a.type()) {
     case AttrType::kInt:
@@ -400,17 +407,16 @@ py::object attr_to_python(const Attr& a) {
       return py::bool_(a.as_bool());
     case AttrType::kBlock:
       return py::cast(BlockRef{a.as_block()});
+    // Lists are built item by item: this module does not include pybind11/stl.h, so py::cast of
+    // a std::vector would fail at run time ("Unable to convert call argument").
     case AttrType::kInts:
-      return py::cast(a.as_ints());
+      return list_of<py::int_>(a.as_ints());
     case AttrType::kFloats:
-      return py::cast(a.as_floats());
+      return list_of<py::float_>(a.as_floats());
     case AttrType::kStrings:
-      return py::cast(a.as_strings());
-    case AttrType::kBooleans: {
-      py::list l;
-      for (bool b : a.as_bools()) l.append(py::bool_(b));
-      return l;
-    }
+      return list_of<py::str>(a.as_strings());
+    case AttrType::kBooleans:
+      return list_of<py::bool_>(a.as_bools());
   }
   return py::none();
 }
@@ -524,6 +530,14 @@ void bind_program(py::module_& m) {
   m.def("op_schema", &op_schema, py::arg("type"),
         "The registered schema of an op type as {'inputs': [...], 'outputs': [...], 'attrs': "
         "{name: (attr_type, default or None)}}, or None when the type is not registered.");
+  m.def(
+      "op_types",
+      [] {
+        py::list names;
+        for (const std::string& t : OpSchemaRegistry::global().op_types()) names.append(t);
+        return names;
+      },
+      "Every registered op type, sorted (each has an op_schema).");
 }
 
 }  // namespace chanflow::python

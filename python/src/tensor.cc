@@ -45,17 +45,20 @@ py::dtype numpy_dtype(DType t) {
 
 const char* kSupported = "bool, int8, int16, int32, int64, uint8, float16, float32, float64";
 
-// The chanflow dtype of a NumPy dtype, or false when there is none (another kind or size, a
-// structured dtype, or a non-native byte order).
-bool dtype_from_numpy(const py::dtype& dt, DType* out) {
+// The chanflow dtype of a NumPy dtype whatever its byte order, or false when there is none
+// (another kind or size, a structured dtype). `*native` says whether the elements are stored in
+// the host's byte order; only then can chanflow use them as they are (tensors are always native:
+// anything else is copied, and the copy swaps the bytes).
+bool dtype_from_numpy(const py::dtype& dt, DType* out, bool* native = nullptr) {
   const char kind = dt.kind();
   const auto size = dt.itemsize();
   const char order = dt.byteorder();
-  // '=' native, '|' not applicable (one byte), '<' or '>' explicit: only the host's order (x86
-  // and every platform Debian's NumPy runs chanflow on here is little-endian) is accepted.
-  const bool native = order == '=' || order == '|' ||
-                      (order == '<') == (std::endian::native == std::endian::little);
-  if (!native || dt.has_fields()) return false;
+  // '=' native, '|' not applicable (one byte), '<' or '>' explicit.
+  if (native != nullptr) {
+    *native = order == '=' || order == '|' ||
+              (order == '<') == (std::endian::native == std::endian::little);
+  }
+  if (dt.has_fields()) return false;
   const std::optional<DType> d = dtype_from_kind(kind, size);  // CHANFLOW_DTYPES' kind column
   if (d) *out = *d;
   return d.has_value();
@@ -279,11 +282,26 @@ Tensor from_dlpack_object(py::handle obj) {
                      Py_TYPE(obj.ptr())->tp_name + "'");
   }
   if (py::hasattr(obj, "__dlpack_device__")) {
-    py::tuple dev = obj.attr("__dlpack_device__")();
-    const int type = dev[0].cast<int>();
-    if (type != kDLCPU) {
-      throw_type_error("from_dlpack: only CPU tensors are supported (DLPack device type " +
-                       std::to_string(type) + ")");
+    // The DLPack protocol: a (device_type, device_id) tuple of ints. Anything else is the
+    // producer's mistake, named with what it returned.
+    py::object dev = obj.attr("__dlpack_device__")();
+    const auto is_int = [](py::handle v) {
+      return PyLong_Check(v.ptr()) != 0 && PyBool_Check(v.ptr()) == 0;
+    };
+    if (PyTuple_Check(dev.ptr()) == 0 || PyTuple_GET_SIZE(dev.ptr()) != 2 ||
+        !is_int(PyTuple_GET_ITEM(dev.ptr(), 0)) || !is_int(PyTuple_GET_ITEM(dev.ptr(), 1))) {
+      std::string r = py::repr(dev).cast<std::string>();
+      if (r.size() > 80) r = r.substr(0, 77) + "...";
+      throw_type_error(std::string("from_dlpack: ") + Py_TYPE(obj.ptr())->tp_name +
+                       ".__dlpack_device__() returned " + r + " ('" + Py_TYPE(dev.ptr())->tp_name +
+                       "'), not a (device_type, device_id) tuple of two ints");
+    }
+    int overflow = 0;
+    const long long type = PyLong_AsLongLongAndOverflow(PyTuple_GET_ITEM(dev.ptr(), 0), &overflow);
+    if (overflow != 0 || type != kDLCPU) {
+      throw_type_error(
+          "from_dlpack: only CPU tensors are supported (DLPack device type " +
+          py::repr(PyTuple_GET_ITEM(dev.ptr(), 0)).cast<std::string>() + ")");
     }
   }
   py::object cap = obj.attr("__dlpack__")();
@@ -320,7 +338,8 @@ Tensor to_tensor(py::handle obj, py::handle dtype) {
   }
   const py::dtype src = arr.dtype();
   DType d;
-  const bool chanflow_dtype = dtype_from_numpy(src, &d);
+  bool native = true;
+  const bool chanflow_dtype = dtype_from_numpy(src, &d, &native);
   if (!want_dtype) {
     if (!chanflow_dtype) unsupported_dtype("tensor()", src);
     target = d;
@@ -330,7 +349,9 @@ Tensor to_tensor(py::handle obj, py::handle dtype) {
   const int flags = py::detail::array_proxy(arr.ptr())->flags;
   const bool c_contiguous = (flags & py::detail::npy_api::NPY_ARRAY_C_CONTIGUOUS_) != 0;
   const bool aligned = (flags & py::detail::npy_api::NPY_ARRAY_ALIGNED_) != 0;
-  if (chanflow_dtype && d == target && c_contiguous && aligned) return import_numpy(arr, d);
+  if (chanflow_dtype && d == target && native && c_contiguous && aligned) {
+    return import_numpy(arr, d);
+  }
   return copy_numpy(arr, target);
 }
 

@@ -207,6 +207,21 @@ def test_return_numpy_false_gives_chanflow_tensors(program):
     assert a.flags.writeable
 
 
+@pytest.mark.parametrize("op_type,expected", [("reduce_sum", [[5.0, 7.0, 9.0]]),
+                                              ("reduce_mean", [[2.5, 3.5, 4.5]])])
+def test_append_op_of_a_reduction(program, op_type, expected):
+    block = program.global_block()
+    x = block.create_var(name="x", dtype="float32", shape=[2, 3])
+    out = block.create_var(name="out", dtype="float32")
+    # The schema's defaults (dim=[0] an INTS attribute, keep_dim a BOOLEAN) type the attributes.
+    op = block.append_op(type=op_type, inputs={"X": x}, outputs={"Out": out},
+                         attrs={"dim": [0], "keep_dim": True})
+    assert op.attr("keep_dim") is True and op.attr("dim") == [0]
+    (a,) = fluid.Executor(fluid.CPUPlace()).run(
+        program, feed={"x": np.array([[1, 2, 3], [4, 5, 6]], np.float32)}, fetch_list=[out])
+    assert a.tolist() == expected
+
+
 def test_the_startup_program_runs_and_leaves_nothing_behind():
     exe = fluid.Executor(fluid.CPUPlace())
     assert exe.run(fluid.default_startup_program()) == []

@@ -262,6 +262,50 @@ def test_unconvertible_result_is_a_type_error(names):
         builtin("runtime.call_in_green_thread")(cf.get_global_func("test.py.badresult"))
 
 
+def self_referencing():
+    items = [1]
+    items.append(items)
+    return items
+
+
+def nested(depth):
+    items = []
+    for _ in range(depth):
+        items = [items]
+    return items
+
+
+@pytest.mark.parametrize("green", [False, True])
+@pytest.mark.parametrize("make,message", [
+    (self_referencing, r"^the result of Python function 'self_referencing'\[1\]: the list "
+                       r"contains itself$"),
+    (lambda: nested(100_000), r"^the result of Python function '.*<lambda>'\[0\]\[0\].*"
+                              r"\[\.\.\. \d+ more levels \.\.\.\].*: nested deeper than"),
+])
+def test_unconvertible_containers_in_a_result_are_a_type_error(names, make, message, green):
+    names.append("test.py.badcontainer")
+    f = cf.register_func("test.py.badcontainer", make)
+    f = cf.get_global_func("test.py.badcontainer")
+    call = builtin("runtime.call_in_green_thread") if green else (lambda g: g())
+    with pytest.raises(cf.TypeError, match=message) as info:
+        call(f)
+    assert len(str(info.value)) < 400  # the place is abbreviated, not 100,000 steps long
+    assert call(cf.Function(lambda: [1, [2]])) is not None  # the registry still works
+
+
+def test_deep_nesting_is_bounded_whatever_the_recursion_limit():
+    # 100,000 levels of C recursion overflow the stack: the converter stops at 10,000 levels.
+    import sys
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(1_000_000)
+    try:
+        with pytest.raises(RecursionError, match=r"nested deeper than 10000 levels"):
+            cf.to_object(nested(100_000))
+        assert len(cf.to_object(nested(500))) == 1
+    finally:
+        sys.setrecursionlimit(old)
+
+
 # ---- override, list, remove ----
 
 def test_override_rules(names):

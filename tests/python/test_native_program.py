@@ -142,3 +142,28 @@ def test_op_schema():
     assert cf.op_schema("channel_create")["attrs"]["data_type"] == (0, None)  # required
     assert cf.op_schema("arg_max")["attrs"]["axis"][0] == 9  # LONG
     assert cf.op_schema("no_such_op") is None
+    assert cf.op_schema("reduce_sum")["attrs"]["dim"] == (3, [0])  # INTS
+    assert cf.op_schema("reduce_mean")["attrs"]["keep_dim"] == (6, False)
+
+
+# The Python type of a default of each attribute type (tests/ir has the numbers: AttrType).
+DEFAULT_TYPES = {0: int, 1: float, 2: str, 3: list, 4: list, 5: list, 6: bool, 7: list,
+                 8: cf.BlockRef, 9: int}
+
+
+def test_op_schema_of_every_registered_op():
+    types = cf.op_types()
+    assert types == sorted(types) and len(types) >= 40
+    assert {"reduce_sum", "reduce_mean", "channel_create", "go", "select"} <= set(types)
+    for t in types:
+        s = cf.op_schema(t)  # converts every attribute default, whatever its type
+        assert s is not None, t
+        assert all(isinstance(n, str) for n in s["inputs"] + s["outputs"]), t
+        for name, (attr_type, default) in s["attrs"].items():
+            assert attr_type in DEFAULT_TYPES, (t, name, attr_type)
+            if default is not None:
+                assert isinstance(default, DEFAULT_TYPES[attr_type]), (t, name, default)
+                if attr_type == 8:
+                    continue
+                # The default is a value from_blocks takes for the attribute.
+                cf.Program.from_blocks([{"ops": [{"type": t, "attrs": {name: default}}]}])

@@ -1,6 +1,7 @@
 """chanflow.Tensor with NumPy: zero-copy both ways, lifetimes, tensor() conversions, dtypes."""
 import gc
 import os
+import re
 import weakref
 
 import numpy as np
@@ -105,7 +106,7 @@ def test_tensor_of_a_tensor_is_the_same_storage():
 
 
 @pytest.mark.parametrize("bad", [np.array([1 + 2j]), np.array(["a"]), np.array([object()]),
-                                 np.arange(3, dtype=">i4"), np.arange(3, dtype=np.uint16),
+                                 np.arange(3, dtype=np.uint16),
                                  np.zeros(2, dtype=[("a", "i4")])])
 def test_unsupported_dtypes_are_a_type_error_naming_the_dtype(bad):
     with pytest.raises(cf.TypeError) as info:
@@ -123,6 +124,38 @@ def test_bad_dtype_arguments():
         cf.tensor(None)
     with pytest.raises(cf.TypeError, match="<U1"):
         cf.tensor(np.array(["x"]), dtype="float32")  # no conversion from text
+
+
+@pytest.mark.parametrize("order", ["<", ">"])
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_either_byte_order_is_copied_to_native_order(dtype, order):
+    # What np.load gives for a file written on a machine of the other byte order.
+    a = sample(dtype).astype(np.dtype(dtype).newbyteorder(order))
+    t = cf.tensor(a)
+    assert t.dtype == np.dtype(dtype) and t.dtype.isnative and t.shape == a.shape
+    np.testing.assert_array_equal(t.numpy(), a)
+    native = a.dtype.isnative or a.dtype.itemsize == 1
+    assert (addr(t.numpy()) == addr(a)) == native  # shared when native, else a copy
+    # An explicit dtype names the values' type; the byte order it spells does not matter.
+    np.testing.assert_array_equal(cf.tensor(a, dtype=a.dtype).numpy(), a)
+    assert cf.tensor(a, dtype=a.dtype).dtype == np.dtype(dtype)
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_foreign_byte_order_feeds_and_graph_bindings(dtype):
+    a = sample(dtype, (3,)).astype(np.dtype(dtype).newbyteorder(">"))
+    b = cf.ProgramBuilder()
+    x = b.var("x", dtype, (3,))
+    y = b.assign(x)
+    prog = b.build()
+    (out,) = cf.Executor().run(prog, feed={"x": a}, fetch=[y.name])
+    assert out.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(out.numpy(), a)
+    g = cf.Graph()
+    n = g.input("x", dtype, (3,))
+    with cf.TapeMachine(g) as m:
+        m.run({n: a})
+        np.testing.assert_array_equal(m.result(n).numpy(), a)
 
 
 def test_unaligned_input_is_copied():
@@ -190,6 +223,36 @@ def test_dlpack_bad_arguments():
         cf.from_dlpack([1, 2, 3])
     with pytest.raises(cf.TypeError, match="stream"):
         cf.tensor([1.0]).__dlpack__(stream=1)
+
+
+@pytest.mark.parametrize("device", [5, None, [1, 0], (1,), (1, 0, 0), ("cpu", 0), (1.0, 0),
+                                    (True, 0), (1, "0")])
+def test_dlpack_device_of_the_wrong_form_is_a_type_error_naming_it(device):
+    class Producer:
+        def __dlpack__(self, stream=None):
+            return np.zeros(3).__dlpack__()
+
+        def __dlpack_device__(self):
+            return device
+
+    expected = (r"^from_dlpack: .*Producer\.__dlpack_device__\(\) returned %s \('%s'\), not a "
+                r"\(device_type, device_id\) tuple of two ints$"
+                % (re.escape(repr(device)), type(device).__name__))
+    with pytest.raises(cf.TypeError, match=expected):
+        cf.from_dlpack(Producer())
+
+
+def test_dlpack_device_other_than_the_cpu():
+    class Producer:
+        def __dlpack__(self, stream=None):
+            return np.zeros(3).__dlpack__()
+
+        def __dlpack_device__(self):
+            return (2, 0)  # kDLCUDA
+
+    with pytest.raises(cf.TypeError, match=r"only CPU tensors are supported \(DLPack device "
+                                           r"type 2\)"):
+        cf.from_dlpack(Producer())
 
 
 def test_dlpack_hand_off_does_not_touch_the_data():
