@@ -139,8 +139,19 @@ std::vector<int64_t> int_sequence_arg(py::handle v, const std::string& what, int
   return out;
 }
 
-Shape shape_arg(py::handle v, const std::string& what) {
-  return int_sequence_arg(v, what, 0, "an extent >= 0");
+// A shape: extents >= 0 (or -1 where `minus_one` says an extent is inferred). A negative extent
+// is a chanflow.ShapeError (a ValueError) naming the item, as the graph layer reports a shape
+// that no tensor could have (too many elements or bytes) when the node is built.
+Shape shape_arg(py::handle v, const std::string& what, bool minus_one = false) {
+  const int64_t min = minus_one ? -1 : 0;
+  std::vector<int64_t> out = int_sequence_arg(v, what, std::numeric_limits<int64_t>::min(), "");
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (out[i] < min) {
+      throw ShapeError(what + "[" + std::to_string(i) + "] must be an extent >= 0" +
+                       (minus_one ? " (or -1)" : "") + ", got " + std::to_string(out[i]));
+    }
+  }
+  return out;
 }
 
 py::tuple shape_tuple(const Shape& s) {
@@ -500,8 +511,7 @@ void def_shape(py::module_& m, const char* name, const char* doc, F f) {
       [n, f](py::handle a, py::handle shape) {
         const PyNode& x = build_arg(a, n);
         // -1 passes here: reshape infers that extent, the other builders reject it (ShapeError).
-        return wrap_node(x.graph, f(x.node, int_sequence_arg(shape, n + ": shape", -1,
-                                                             "an extent >= 0 (or -1)")));
+        return wrap_node(x.graph, f(x.node, shape_arg(shape, n + ": shape", true)));
       },
       py::arg("a"), py::arg("shape"), signature_doc(name, "shape", doc).c_str());
 }

@@ -24,6 +24,13 @@ std::string describe(const NodeData& n) {
   os << "node '" << n.name << "' (" << op_kind_name(n.op) << " #" << n.id << ")";
   return os.str();
 }
+void check_node_shape(const NodeData& n) {
+  try {
+    shape_nbytes(n.shape, n.dtype);
+  } catch (const ShapeError& e) {
+    CHANFLOW_THROW(ShapeError) << describe(n) << ": " << e.what();
+  }
+}
 }  // namespace detail
 
 // ---- Node ----
@@ -57,15 +64,15 @@ detail::NodeData& new_node(detail::GraphImpl& g, OpKind op, const std::string& n
 }  // namespace
 
 Node Graph::input(const std::string& name, DType dtype, const Shape& shape) {
-  for (int64_t d : shape) {
-    if (d < 0) {
-      CHANFLOW_THROW(ShapeError) << "input '" << name << "': negative extent in shape "
-                                 << shape_to_string(shape);
-    }
-  }
   detail::NodeData& n = new_node(*impl_, OpKind::kInput, name);
   n.shape = shape;
   n.dtype = dtype;
+  try {
+    detail::check_node_shape(n);
+  } catch (...) {
+    impl_->nodes.pop_back();
+    throw;
+  }
   return {impl_.get(), n.id};
 }
 
@@ -105,6 +112,12 @@ Node Graph::apply(const std::string& name, const std::vector<Node>& operands, co
   for (const Node& o : operands) n.operands.push_back(o.id());
   n.shape = shape;
   n.dtype = dtype;
+  try {
+    detail::check_node_shape(n);
+  } catch (...) {
+    impl_->nodes.pop_back();
+    throw;
+  }
   n.fn = std::make_shared<CustomFn>(std::move(fn));
   return {impl_.get(), n.id};
 }

@@ -51,5 +51,9 @@ void check_context(const Context& ctx);
 // "node 'name' (op #id)" for error messages.
 std::string describe(const NodeData& n);
 
+// Every node's shape must be one a tensor may hold (shape_nbytes): checked as the node is built,
+// so a graph never declares a value no run could make. Throws ShapeError naming the node.
+void check_node_shape(const NodeData& n);
+
 }  // namespace detail
 }  // namespace chanflow

@@ -47,6 +47,7 @@ Node build(OpKind k, std::initializer_list<const Node*> operands, SetAttrs set_a
       n.operands.push_back(o->id());
     }
     row.infer(c);
+    check_node_shape(n);
   } catch (...) {
     g->nodes.pop_back();
     throw;

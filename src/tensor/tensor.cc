@@ -112,6 +112,16 @@ int64_t shape_numel(const Shape& shape) {
   return n;
 }
 
+int64_t shape_nbytes(const Shape& shape, DType dtype) {
+  const int64_t n = shape_numel(shape);
+  const int64_t item = dtype_size(dtype);
+  if (n > INT64_MAX / item) {
+    CHANFLOW_THROW(ShapeError) << "shape " << shape_to_string(shape) << " of " << dtype_name(dtype)
+                               << " needs more bytes than int64 can count";
+  }
+  return n * item;
+}
+
 std::string shape_to_string(const Shape& shape) {
   std::string s = "(";
   for (size_t i = 0; i < shape.size(); ++i) {
@@ -225,13 +235,13 @@ Tensor Tensor::empty(const Shape& shape, DType dtype) {
   if (static_cast<unsigned>(dtype) >= static_cast<unsigned>(kNumDTypes)) {
     CHANFLOW_THROW(TypeError) << "empty: invalid dtype code " << static_cast<int>(dtype);
   }
-  const int64_t n = shape_numel(shape);
-  const int64_t item = dtype_size(dtype);
-  if (n > INT64_MAX / item) {
-    CHANFLOW_THROW(ShapeError) << "empty: shape " << shape_to_string(shape) << " of "
-                               << dtype_name(dtype) << " needs more bytes than int64 can count";
+  int64_t nbytes = 0;
+  try {
+    nbytes = shape_nbytes(shape, dtype);
+  } catch (const ShapeError& e) {
+    CHANFLOW_THROW(ShapeError) << "empty: " << e.what();
   }
-  auto storage = TensorStorageObj::allocate(n * item);
+  auto storage = TensorStorageObj::allocate(nbytes);
   return Tensor(
       make_object<TensorObj>(std::move(storage), dtype, shape, contiguous_strides(shape), 0));
 }

@@ -68,6 +68,43 @@ TEST(Graph, ShapeErrorNamesNodeAndShapes) {
   EXPECT_THROW((void)(cf::Node() + a), cf::Error);
 }
 
+TEST(Graph, NodeShapesMustBeOnesATensorMayHold) {
+  cf::Graph g;
+  const int64_t big = int64_t{1} << 40;
+  auto expect_shape_error = [](auto build, const std::string& expected) {
+    try {
+      build();
+      FAIL() << "no ShapeError; expected: " << expected;
+    } catch (const cf::ShapeError& e) {
+      EXPECT_EQ(std::string(e.what()), expected);
+    }
+  };
+  expect_shape_error([&] { g.input("x", DType::kFloat32, {big, big}); },
+                     "node 'x' (input #0): shape (1099511627776, 1099511627776) has more elements "
+                     "than int64 can count");
+  expect_shape_error([&] { g.input("y", DType::kFloat64, {int64_t{1} << 61}); },
+                     "node 'y' (input #0): shape (2305843009213693952,) of float64 needs more "
+                     "bytes than int64 can count");
+  expect_shape_error([&] { g.input("z", DType::kFloat32, {2, -1}); },
+                     "node 'z' (input #0): shape (2, -1) has a negative extent");
+  EXPECT_EQ(g.size(), 0);  // a refused node is not left in the graph
+  cf::Node col = g.input("col", DType::kFloat32, {big, 1});
+  cf::Node row = g.input("row", DType::kFloat32, {1, big});
+  expect_shape_error([&] { (void)(col + row); },
+                     "node 'add2' (add #2): shape (1099511627776, 1099511627776) has more "
+                     "elements than int64 can count");
+  expect_shape_error(
+      [&] {
+        g.apply("f", {col}, {big, big}, DType::kFloat32,
+                [](std::span<const Tensor> in, const cf::OpContext&) { return in[0]; });
+      },
+      "node 'f' (custom #2): shape (1099511627776, 1099511627776) has more elements than int64 "
+      "can count");
+  EXPECT_EQ(g.size(), 2);
+  // The largest shapes that fit still build (no tensor is made for them).
+  EXPECT_EQ(g.input("max", DType::kInt8, {INT64_MAX}).shape(), (cf::Shape{INT64_MAX}));
+}
+
 TEST(Graph, ToDot) {
   cf::Graph g;
   cf::Node a = g.scalar(1.0f, "a");

@@ -106,6 +106,9 @@ class CHANFLOW_API TensorObj final : public Object {
 CHANFLOW_API std::vector<int64_t> contiguous_strides(const Shape& shape);
 // Number of elements of a shape; throws ShapeError on a negative extent or int64 overflow.
 CHANFLOW_API int64_t shape_numel(const Shape& shape);
+// Bytes of a contiguous tensor of `shape` and `dtype`: what a tensor may hold. Throws ShapeError as
+// shape_numel does, and when the byte count overflows int64.
+CHANFLOW_API int64_t shape_nbytes(const Shape& shape, DType dtype);
 // "(2, 3)" — NumPy's tuple notation; "()" for a scalar, "(5,)" for one axis.
 CHANFLOW_API std::string shape_to_string(const Shape& shape);
 
