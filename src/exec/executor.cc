@@ -126,6 +126,15 @@ void feed_channels(const PreparedProgram& p, const Scope& root,
       CHANFLOW_THROW(TypeError) << "channel feed '" << name << "': the variable is a "
                                 << var_type_name(v->var_type()) << ", not a channel";
     }
+    if (const auto [b, o] = p.block0_channel_create[slot]; b >= 0) {
+      // The op would replace the bound channel when it runs, leaving the caller's side talking
+      // to a channel the program no longer uses (a hang): refused before anything runs.
+      throw ProgramError("channel feed '" + name + "': block " + std::to_string(b) + ", op " +
+                             std::to_string(o) +
+                             " ('channel_create') makes this variable, so a bound channel would "
+                             "be replaced; bind a channel variable the program only declares",
+                         b, o, "channel_create");
+    }
     if (!ch.defined()) CHANFLOW_THROW(Error) << "channel feed '" << name << "': null channel";
     if (!channel_fits(v->data_type, channel_elem(*ch.get()))) {
       const std::string declared =

@@ -345,6 +345,22 @@ std::shared_ptr<const PreparedProgram> prepare_program(const Program& program) {
     }
   }
 
+  // The channel_create ops that write a block 0 variable (from any block: a go block's Out that
+  // is not one of its arguments resolves to the enclosing declaration).
+  prog->block0_channel_create.assign(prog->block0_vars.size(), {-1, -1});
+  for (const PreparedBlock& pb : prog->blocks) {
+    for (const PreparedOp& op : pb.ops) {
+      if (op.type != "channel_create" || op.out.empty() || !op.out[0].valid()) continue;
+      int32_t b = op.block;
+      for (int32_t d = 0; d < op.out[0].depth; ++d) b = prog->blocks[static_cast<size_t>(b)].parent;
+      const auto slot = static_cast<size_t>(op.out[0].slot);
+      if (b != 0 || slot >= prog->block0_vars.size()) continue;
+      if (prog->block0_channel_create[slot].first < 0) {
+        prog->block0_channel_create[slot] = {op.block, op.index};
+      }
+    }
+  }
+
   // Which go blocks may touch enclosing scopes (then those scopes are shared when they start):
   // those whose subtree uses a variable of a scope above them. reach[b]: the depth of the
   // outermost scope block b's ops use, then (children before parents) of its whole subtree.

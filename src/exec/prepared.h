@@ -100,6 +100,10 @@ struct PreparedProgram {
   std::vector<PreparedBlock> blocks;
   // Block 0's declarations by slot, for feeds/fetches.
   std::vector<VarDesc> block0_vars;
+  // Per block 0 slot: the first channel_create (in block order) whose Out is that variable, as
+  // {block, op index}; {-1, -1} when none. Such a variable cannot be bound to a caller's channel:
+  // the op would replace it.
+  std::vector<std::pair<int32_t, int32_t>> block0_channel_create;
 };
 
 // Verifies and prepares `program` (ProgramError on a bad program).

@@ -461,6 +461,47 @@ TEST(Executor, ChannelFeedsAreCheckedAgainstTheDeclarations) {
                           {"chans", cf::Channel::make<cf::ChannelObj>(0)}}));
 }
 
+// A variable the program's own channel_create makes cannot be bound: the op would replace the
+// caller's channel, and a caller waiting on it would wait for ever (the run used to hang so).
+TEST(Executor, ChannelFeedOfAVariableTheProgramCreatesIsRefused) {
+  cf::ProgramBuilder b;
+  cf::Var made = b.make_channel(VarType::kLoDTensor, 1, "made");  // block 0, op 0
+  cf::Var later = b.declare_channel("later", VarType::kLoDTensor, 1);
+  cf::Var v = b.fill_constant({1}, DType::kFloat64, 1.0);
+  b.channel_send(made, v);
+  {
+    auto go = b.go();  // a channel_create in a go block writing block 0's `later`
+    b.append_op("channel_create", {}, {{"Out", {later.name()}}},
+                {{"data_type", cf::Attr::i(static_cast<int64_t>(VarType::kLoDTensor))},
+                 {"capacity", cf::Attr::i(1)}});
+  }
+  cf::Program p = b.build();
+  cf::Executor ex;
+  struct Case {
+    std::string var;
+    int block, op;
+  };
+  for (const Case& c : {Case{"made", 0, 0}, Case{"later", 1, 0}}) {
+    cf::Channel mine = cf::Channel::make<cf::TensorObj>(1);
+    try {
+      ex.run(p, {}, {}, {{c.var, mine}});
+      FAIL() << "no ProgramError for " << c.var;
+    } catch (const cf::ProgramError& e) {
+      EXPECT_EQ(std::string(e.what()),
+                "channel feed '" + c.var + "': block " + std::to_string(c.block) + ", op " +
+                    std::to_string(c.op) +
+                    " ('channel_create') makes this variable, so a bound channel would be "
+                    "replaced; bind a channel variable the program only declares");
+      EXPECT_EQ(e.block_index(), c.block);
+      EXPECT_EQ(e.op_index(), c.op);
+      EXPECT_EQ(e.op_type(), "channel_create");
+    }
+    EXPECT_FALSE(mine.try_recv().has_value());  // nothing ran
+  }
+  // Unbound, the program runs (its own channels).
+  EXPECT_NO_THROW(ex.run(p));
+}
+
 namespace {
 class ExecutorWorkers : public testing::TestWithParam<int> {};
 }  // namespace

@@ -78,8 +78,10 @@ class CHANFLOW_API Executor {
   // (each must be a declared tensor variable of the declared element type: TypeError otherwise);
   // `fetch` names block 0 tensor variables to return (Error when one is unknown or unset).
   // `channels` binds block 0 CHANNEL variables to channels the caller holds, so C++ green threads
-  // (or OS threads) and the program exchange values while it runs; the program's channel_create
-  // of such a variable, if any, replaces it. A bound channel must be defined and carry what the
+  // (or OS threads) and the program exchange values while it runs. A variable that a
+  // channel_create of the program makes (in any block) cannot be bound: ProgramError naming the
+  // variable and that op (its block, index and type), before anything runs, since the op would
+  // replace the bound channel. A bound channel must be defined and carry what the
   // declaration says: a LOD_TENSOR declaration needs a tensor channel
   // (Channel::make<TensorObj>), an element type (FP32 ...) a tensor channel too (the program's
   // ops check dtypes as they use the values), CHANNEL a channel of channels
