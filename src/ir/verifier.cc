@@ -3,6 +3,7 @@
 // from JSON may be null or ill-typed, so every access is checked.
 #include "chanflow/ir/verifier.h"
 
+#include <exception>
 #include <optional>
 #include <sstream>
 #include <string_view>
@@ -80,6 +81,15 @@ class Verifier {
     throw ProgramError("block " + std::to_string(cur_block_) + ", op " + std::to_string(cur_op_) +
                            " ('" + cur_type_ + "'): " + problem,
                        cur_block_, cur_op_, cur_type_);
+  }
+  // fail() for values of the wrong type or dtype ("(type mismatch)"): the ProgramError carries a
+  // nested TypeError (throw_type_mismatch), as an op that failed so at run time does.
+  [[noreturn]] void fail_type(const std::string& problem) const {
+    try {
+      fail(problem);
+    } catch (const ProgramError& e) {
+      throw_type_mismatch(e);
+    }
   }
 
   // ---- structure -----------------------------------------------------------------------------
@@ -335,8 +345,8 @@ class Verifier {
       carries = std::string(var_type_name(static_cast<VarType>(e))) + " tensors";
     }
     if (!ok) {
-      fail(role + " is variable '" + v.name + "' (" + type_text(v) + "), but channel '" + ch.name +
-           "' carries " + carries + " (type mismatch)");
+      fail_type(role + " is variable '" + v.name + "' (" + type_text(v) + "), but channel '" +
+                ch.name + "' carries " + carries + " (type mismatch)");
     }
   }
 
@@ -531,8 +541,9 @@ class Verifier {
       const VarDescObj& x = resolve(first(op, true, "X"), "input 'X'");
       const VarDescObj& out = resolve(first(op, false, "Out"), "output 'Out'");
       if (is_channel(x) != is_channel(out)) {
-        fail("assigns variable '" + x.name + "' (" + type_text(x) + ") to variable '" + out.name +
-             "' (" + type_text(out) + "): channels and tensors do not mix (type mismatch)");
+        fail_type("assigns variable '" + x.name + "' (" + type_text(x) + ") to variable '" +
+                  out.name + "' (" + type_text(out) +
+                  "): channels and tensors do not mix (type mismatch)");
       }
     }
   }
@@ -595,6 +606,14 @@ class Verifier {
 
 Program verify(const Program& program, const OpSchemaRegistry& registry) {
   return Verifier(program, registry).run(/*fill_defaults=*/true);
+}
+
+void throw_type_mismatch(const ProgramError& e) {
+  try {
+    throw TypeError(e.what());
+  } catch (const TypeError&) {
+    std::throw_with_nested(e);
+  }
 }
 
 void check_program(const Program& program, const OpSchemaRegistry& registry) {

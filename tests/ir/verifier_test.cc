@@ -221,6 +221,33 @@ TEST(Verifier, TypeMismatchOnSendAndRecv) {
                    cvar("ch", "FP64", 0) + tvar("v", "FP64") + tvar("ok", "INT32") +
                        create("ch", 6, 0) + recv("ch", "v", "ok")),
                0, 1, "channel_recv", "output 'Status' is variable 'ok' (LOD_TENSOR INT32)");
+  // A type mismatch carries its kind, a nested TypeError (the Python module raises
+  // chanflow.TypeError for it); other verification errors carry none.
+  auto nested_kind = [](const std::string& text) -> std::string {
+    try {
+      cf::verify(cf::Program::from_text(text, "test"));
+    } catch (const cf::ProgramError& e) {
+      try {
+        std::rethrow_if_nested(e);
+      } catch (const cf::TypeError& t) {
+        EXPECT_STREQ(t.what(), e.what());
+        return "TypeError";
+      } catch (...) {
+        return "other";
+      }
+      return "none";
+    }
+    return "no error";
+  };
+  EXPECT_EQ(nested_kind(blk(0, -1,
+                            cvar("ch", "FP64", 0) + tvar("v", "FP32") + create("ch", 6, 0) +
+                                fill("v", 5) + send("ch", "v"))),
+            "TypeError");
+  EXPECT_EQ(nested_kind(blk(0, -1,
+                            cvar("ch", "FP64", 0) + tvar("v", "INT32") + tvar("ok", "BOOL") +
+                                create("ch", 6, 0) + recv("ch", "v", "ok"))),
+            "TypeError");
+  EXPECT_EQ(nested_kind(blk(0, -1, cvar("ch", "FP64", 0) + create("ch", 6, 3))), "none");
   // channel_create's attributes must match the declaration.
   expect_error(blk(0, -1, cvar("ch", "FP64", 0) + create("ch", 5, 0)), 0, 0, "channel_create",
                "attribute 'data_type' is FP32, but channel variable 'ch' is declared CHANNEL of "

@@ -51,4 +51,9 @@ CHANFLOW_API Program verify(const Program& program,
 CHANFLOW_API void check_program(const Program& program,
                                 const OpSchemaRegistry& registry = OpSchemaRegistry::global());
 
+// Throws `e` with a nested TypeError of the same message: how a program error about a value of the
+// wrong type or dtype (a "type mismatch" the verifier or the executor's preparation finds) carries
+// its kind, as an op that fails at run time carries its own (std::rethrow_if_nested reaches it).
+[[noreturn]] CHANFLOW_API void throw_type_mismatch(const ProgramError& e);
+
 }  // namespace chanflow
