@@ -41,6 +41,7 @@ from chanflow._native import (  # noqa: F401
     JSONError,
     LimitError,
     MachineError,
+    NotFoundError,
     Map,
     Object,
     GoMachine,
@@ -85,8 +86,8 @@ from chanflow._native import (  # noqa: F401
 
 __all__ = [
     "BlockRef", "CanceledError", "ChannelClosedError", "DeadlineExceededError", "DeadlockError",
-    "Error", "Executor", "LimitError", "MachineError", "Program", "ProgramError", "ShapeError",
-    "Tensor", "TypeError", "from_dlpack", "op_schema", "op_types", "tensor",
+    "Error", "Executor", "LimitError", "MachineError", "NotFoundError", "Program", "ProgramError",
+    "ShapeError", "Tensor", "TypeError", "from_dlpack", "op_schema", "op_types", "tensor",
     # objects
     "Array", "JSONError", "Map", "Object", "from_json", "object_class", "to_json", "to_object",
     "types",
@@ -101,6 +102,16 @@ __all__ = [
     # the runtime's trace
     "trace_json", "trace_start", "trace_stop",
 ]
+
+
+def _program_error(kind, args):
+    """Rebuilds a pickled ProgramError of an op that failed with `kind` ('ShapeError' ...): its
+    class is named as the kind, so pickle cannot find it by name (chanflow.ShapeError is the
+    kind itself)."""
+    from chanflow._native import _program_error as rebuild
+
+    return rebuild(kind, args)
+
 
 # The graph op functions, one per entry of the C++ op list: a new op appears here by itself.
 # graph_ops names them in the list's order. Those named like a Python builtin (abs, max, min, pow,

@@ -51,6 +51,7 @@ class MachineError(Error):
     failures: Tuple[Tuple[int, str, str], ...]
 
 class JSONError(Error, ValueError): ...
+class NotFoundError(Error, KeyError): ...
 
 # ---- objects -----------------------------------------------------------------------------------
 

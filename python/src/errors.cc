@@ -2,8 +2,14 @@
 //
 // Every class derives from chanflow.Error; those with a Python twin derive from it too, so
 // generic handlers work: ShapeError is a ValueError, TypeError a builtins.TypeError,
-// DeadlineExceededError a TimeoutError. ProgramError carries `block`, `op`, `op_type` (-1, -1, ""
-// when unknown) and LimitError `limit`, as class attributes (the defaults) overridden per raise.
+// DeadlineExceededError a TimeoutError, NotFoundError a KeyError. ProgramError carries `block`,
+// `op`, `op_type` (-1, -1, "" when unknown) and LimitError `limit`, as class attributes (the
+// defaults) overridden per raise.
+//
+// An op that failed with one of the kinds raises a class derived from both ProgramError and that
+// kind, so `except` clauses for either work. It is named as the kind (chanflow.ShapeError in a
+// traceback, as docs/python.md's table names it) but is not the module's ShapeError: it is reached
+// as chanflow.ProgramError's subclass, and pickles through chanflow._program_error.
 #include <exception>
 #include <new>
 
@@ -25,6 +31,7 @@ struct ErrorClasses {
   PyObject* program = nullptr;
   PyObject* limit = nullptr;
   PyObject* machine = nullptr;
+  PyObject* not_found = nullptr;
   // A ProgramError whose op failed with one of these kinds (the C++ error nested in it): both.
   PyObject* program_shape = nullptr;
   PyObject* program_type = nullptr;
@@ -33,8 +40,9 @@ struct ErrorClasses {
 };
 ErrorClasses g_classes;
 
+// A class named chanflow.<name>, published as the module's attribute `attr` (none when empty).
 PyObject* make_class(py::module_& m, const char* name, std::initializer_list<PyObject*> bases,
-                     const char* doc, py::dict attrs = py::dict()) {
+                     const char* doc, py::dict attrs = py::dict(), const char* attr = nullptr) {
   py::tuple base_tuple(bases.size());
   size_t i = 0;
   for (PyObject* b : bases) base_tuple[i++] = py::reinterpret_borrow<py::object>(b);
@@ -42,8 +50,36 @@ PyObject* make_class(py::module_& m, const char* name, std::initializer_list<PyO
   const std::string qualified = std::string("chanflow.") + name;
   PyObject* cls = PyErr_NewException(qualified.c_str(), base_tuple.ptr(), attrs.ptr());
   if (cls == nullptr) throw py::error_already_set();
-  m.add_object(name, py::reinterpret_borrow<py::object>(cls));
+  if (attr == nullptr) attr = name;
+  if (*attr != '\0') m.add_object(attr, py::reinterpret_borrow<py::object>(cls));
   return cls;  // the new reference is kept for the process's life (g_classes)
+}
+
+// The ProgramError class of an op that failed with `kind` ("ShapeError" ...), as
+// program_error_class chooses it; ProgramError itself for any other name.
+PyObject* program_class_of_kind(const std::string& kind) {
+  const ErrorClasses& c = g_classes;
+  if (kind == "ShapeError") return c.program_shape;
+  if (kind == "TypeError") return c.program_type;
+  if (kind == "ChannelClosedError") return c.program_channel_closed;
+  if (kind == "CanceledError") return c.program_canceled;
+  return c.program;
+}
+
+// Gives a ProgramError class named as its kind a __reduce__ that pickles it by that kind (the
+// class itself cannot be found by its name, which is the kind's): chanflow._program_error(kind,
+// args) rebuilds it (a Python function: pickle stores it by name, which it cannot do for a native
+// one), and the instance's attributes (block, op, op_type ...) follow as its state.
+void make_picklable(PyObject* cls, const char* kind) {
+  const std::string k = kind;
+  py::handle type(cls);
+  type.attr("__reduce__") = py::cpp_function(
+      [k](py::handle self) {
+        py::object rebuild = py::module_::import("chanflow").attr("_program_error");
+        py::object state = py::getattr(self, "__dict__", py::none());
+        return py::make_tuple(rebuild, py::make_tuple(k, self.attr("args")), state);
+      },
+      py::is_method(type));
 }
 
 // Raises `cls(message)` after setting `attrs` on the instance, and `cause` as its __cause__ (as
@@ -131,6 +167,8 @@ void translate(std::exception_ptr p) {
     raise_with(g_classes.canceled, e.what());
   } catch (const DeadlineExceededError& e) {
     raise_with(g_classes.deadline, e.what());
+  } catch (const NotFoundError& e) {
+    raise_with(g_classes.not_found, e.what());
   } catch (const Error& e) {
     raise_with(g_classes.error, e.what());
   } catch (const std::bad_alloc&) {
@@ -184,16 +222,37 @@ void bind_errors(py::module_& m) {
                          "message) per node that failed on its own; a Python op's exception is "
                          "the __cause__.",
                          machine_attrs);
-  // Not in chanflow's __all__: catch ProgramError or the kind; these exist so both work.
-  c.program_shape = make_class(m, "ProgramShapeError", {c.program, c.shape},
-                               "A ProgramError whose op failed with a ShapeError.");
-  c.program_type = make_class(m, "ProgramTypeError", {c.program, c.type},
-                              "A ProgramError whose op failed with a TypeError.");
-  c.program_channel_closed =
-      make_class(m, "ProgramChannelClosedError", {c.program, c.channel_closed},
-                 "A ProgramError whose op failed with a ChannelClosedError.");
-  c.program_canceled = make_class(m, "ProgramCanceledError", {c.program, c.canceled},
-                                  "A ProgramError whose op failed with a CanceledError.");
+  py::dict not_found_attrs;
+  // KeyError's str() is the repr of its key; this one's is its message, as every chanflow error's.
+  not_found_attrs["__str__"] = py::module_::import("builtins").attr("Exception").attr("__str__");
+  c.not_found = make_class(m, "NotFoundError", {c.error, PyExc_KeyError},
+                           "A name that names nothing: a fetch of a variable block 0 does not "
+                           "declare. Also a KeyError.",
+                           not_found_attrs);
+  // Catch ProgramError or the kind; these exist so both work. Each is named as its kind (what a
+  // traceback shows) and published under a private name of chanflow._native only.
+  c.program_shape = make_class(m, "ShapeError", {c.program, c.shape},
+                               "A ProgramError whose op failed with a ShapeError.", py::dict(),
+                               "_ProgramShapeError");
+  c.program_type = make_class(m, "TypeError", {c.program, c.type},
+                              "A ProgramError whose op failed with a TypeError.", py::dict(),
+                              "_ProgramTypeError");
+  c.program_channel_closed = make_class(m, "ChannelClosedError", {c.program, c.channel_closed},
+                                        "A ProgramError whose op failed with a ChannelClosedError.",
+                                        py::dict(), "_ProgramChannelClosedError");
+  c.program_canceled = make_class(m, "CanceledError", {c.program, c.canceled},
+                                  "A ProgramError whose op failed with a CanceledError.",
+                                  py::dict(), "_ProgramCanceledError");
+  m.def(
+      "_program_error",
+      [](const std::string& kind, py::tuple args) {
+        return py::reinterpret_borrow<py::object>(program_class_of_kind(kind))(*args);
+      },
+      "Rebuilds a ProgramError of an op that failed with `kind` (what its pickle holds).");
+  make_picklable(c.program_shape, "ShapeError");
+  make_picklable(c.program_type, "TypeError");
+  make_picklable(c.program_channel_closed, "ChannelClosedError");
+  make_picklable(c.program_canceled, "CanceledError");
   py::register_exception_translator(&translate);
 }
 

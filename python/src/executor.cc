@@ -110,7 +110,7 @@ std::vector<ObjectRef> fetch_refs(const Scope& root, const std::vector<std::stri
   out.reserve(fetches.size());
   for (const std::string& name : fetches) {
     std::optional<ObjectRef> v = root.find(name);
-    if (!v) throw Error("fetch '" + name + "': block 0 declares no such variable");
+    if (!v) throw NotFoundError("fetch '" + name + "': block 0 declares no such variable");
     if (!v->defined()) throw Error("fetch '" + name + "': the program never wrote the variable");
     if (!(*v)->is_instance<TensorObj>() && !(*v)->is_instance<ChannelObj>()) {
       throw TypeError("fetch '" + name + "': the variable holds a " +

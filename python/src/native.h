@@ -43,6 +43,14 @@ void bind_errors(py::module_& m);
 // (they are chanflow's own, so the one translator maps them).
 [[noreturn]] void throw_type_error(const std::string& message);
 
+// Raises chanflow.NotFoundError (a chanflow.Error and a KeyError): a name that names nothing, such
+// as a fetch of a variable block 0 does not declare. A C++ error of this module only (the C++
+// library reports those as a plain Error), so it can be thrown without the GIL and rethrown later.
+class NotFoundError : public Error {
+ public:
+  using Error::Error;
+};
+
 // ---- tensor.cc ----
 
 void bind_tensor(py::module_& m);

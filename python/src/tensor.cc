@@ -299,9 +299,8 @@ Tensor from_dlpack_object(py::handle obj) {
     int overflow = 0;
     const long long type = PyLong_AsLongLongAndOverflow(PyTuple_GET_ITEM(dev.ptr(), 0), &overflow);
     if (overflow != 0 || type != kDLCPU) {
-      throw_type_error(
-          "from_dlpack: only CPU tensors are supported (DLPack device type " +
-          py::repr(PyTuple_GET_ITEM(dev.ptr(), 0)).cast<std::string>() + ")");
+      throw_type_error("from_dlpack: only CPU tensors are supported (DLPack device type " +
+                       py::repr(PyTuple_GET_ITEM(dev.ptr(), 0)).cast<std::string>() + ")");
     }
   }
   py::object cap = obj.attr("__dlpack__")();

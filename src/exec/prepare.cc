@@ -143,11 +143,11 @@ void check_out_dtypes(const PreparedProgram& prog, const PreparedOp& op, const O
       inputs += (j == 0 ? "" : ", ") + ("'" + op.in_names[j] + "' ") +
                 std::string(var_type_name(var_type_from_dtype(in[j].dtype)));
     }
-    const std::string problem =
-        "output variable '" + op.out_names[i] + "' is declared " +
-        std::string(var_type_name(var_type_from_dtype(*op.out_dtypes[i]))) +
-        ", but the op computes " + std::string(var_type_name(var_type_from_dtype(out[i].dtype))) +
-        " from its inputs as declared (" + inputs + ") (type mismatch)";
+    const std::string problem = "output variable '" + op.out_names[i] + "' is declared " +
+                                std::string(var_type_name(var_type_from_dtype(*op.out_dtypes[i]))) +
+                                ", but the op computes " +
+                                std::string(var_type_name(var_type_from_dtype(out[i].dtype))) +
+                                " from its inputs as declared (" + inputs + ") (type mismatch)";
     try {
       fail_prepare(op, problem);
     } catch (const ProgramError& e) {

@@ -79,14 +79,20 @@ TEST(Graph, NodeShapesMustBeOnesATensorMayHold) {
       EXPECT_EQ(std::string(e.what()), expected);
     }
   };
-  expect_shape_error([&] { g.input("x", DType::kFloat32, {big, big}); },
-                     "node 'x' (input #0): shape (1099511627776, 1099511627776) has more elements "
-                     "than int64 can count");
+  expect_shape_error(
+      [&] {
+        g.input("x", DType::kFloat32, {big, big});
+      },
+      "node 'x' (input #0): shape (1099511627776, 1099511627776) has more elements "
+      "than int64 can count");
   expect_shape_error([&] { g.input("y", DType::kFloat64, {int64_t{1} << 61}); },
                      "node 'y' (input #0): shape (2305843009213693952,) of float64 needs more "
                      "bytes than int64 can count");
-  expect_shape_error([&] { g.input("z", DType::kFloat32, {2, -1}); },
-                     "node 'z' (input #0): shape (2, -1) has a negative extent");
+  expect_shape_error(
+      [&] {
+        g.input("z", DType::kFloat32, {2, -1});
+      },
+      "node 'z' (input #0): shape (2, -1) has a negative extent");
   EXPECT_EQ(g.size(), 0);  // a refused node is not left in the graph
   cf::Node col = g.input("col", DType::kFloat32, {big, 1});
   cf::Node row = g.input("row", DType::kFloat32, {1, big});

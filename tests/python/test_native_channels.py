@@ -632,6 +632,38 @@ def test_program_channels_fit_their_declarations(ex):
             ex.run(p, channels={"c": cf.make_chan(1, elem)})
 
 
+def test_binding_a_channel_the_program_creates_is_refused(ex):
+    # The program makes `c` itself and then receives from it. The caller's channel, bound to
+    # `c`, used to be replaced by the channel_create without a word, so the receive waited on
+    # the program's own empty channel (timeout= makes a regression fail instead of hang).
+    p = cf.Program.from_blocks([
+        block(0, -1, [chvar("c", VT.INT64, 1), tvar("v", VT.INT64, [1]), tvar("s", VT.BOOL)], [
+            op("channel_create", outputs=[("Out", ["c"])],
+               attrs=[("data_type", VT.INT64), ("capacity", 1)]),
+            op("channel_recv", [("Channel", ["c"])], [("Out", ["v"]), ("Status", ["s"])])])])
+    mine = cf.make_chan(1, "Tensor")
+    mine.send(np.array([7], np.int64))
+    with pytest.raises(cf.ProgramError, match=re.escape(
+            "channel feed 'c': block 0, op 0 ('channel_create') makes this variable, so a bound "
+            "channel would be replaced; bind a channel variable the program only declares")) as e:
+        ex.run(p, fetch=["v"], channels={"c": mine}, timeout=10)
+    assert (e.value.block, e.value.op, e.value.op_type) == (0, 0, "channel_create")
+    assert len(mine) == 1  # nothing ran
+    # The same with Fluid: a variable of fluid.make_channel cannot be bound; one the program only
+    # declares (create_var) can.
+    program = fluid.Program()
+    with fluid.program_guard(program):
+        made = fluid.make_channel(dtype=FVT.LOD_TENSOR, capacity=1)
+        declared = program.global_block().create_var(name="declared", type=FVT.CHANNEL)
+        out = program.global_block().create_var(name="out", dtype="int64")
+        fluid.channel_recv(declared, out)
+    native = cf.Program.from_binary(program.desc.serialize_to_string())
+    with pytest.raises(cf.ProgramError, match="channel feed '%s': block 0, op 0" % made.name):
+        ex.run(native, channels={made.name: cf.make_chan(1, "Tensor")}, timeout=10)
+    (got,) = ex.run(native, fetch=["out"], channels={"declared": mine}, timeout=10)
+    assert got.numpy().tolist() == [7]
+
+
 def test_a_fetched_channel_variable_is_a_channel(ex):
     p = cf.Program.from_blocks([
         block(0, -1, [chvar("c", VT.FP32, capacity=2), tvar("x", VT.FP32, [2])], [

@@ -1,7 +1,9 @@
 """chanflow.Executor.run: feeds and fetches of every dtype, each error kind from a real cause,
 bad arguments, timeouts, runs from several Python threads."""
+import pickle
 import threading
 import time
+import traceback
 
 import numpy as np
 import pytest
@@ -95,6 +97,82 @@ def test_program_error_positions_a_verifier_failure(ex):
     assert (info.value.block, info.value.op, info.value.op_type) == (0, 0, "assign")
 
 
+def test_unknown_fetch_is_a_not_found_error_and_a_key_error(ex):
+    with pytest.raises(KeyError) as info:
+        ex.run(assign_program(VT.FP32), feed={"x": np.zeros(1, np.float32)}, fetch=["y", "nope"])
+    e = info.value
+    assert type(e) is cf.NotFoundError and isinstance(e, cf.Error)
+    assert str(e) == "fetch 'nope': block 0 declares no such variable"  # not a key's repr
+    assert "".join(traceback.format_exception_only(type(e), e)) == \
+        "chanflow.NotFoundError: fetch 'nope': block 0 declares no such variable\n"
+
+
+def mismatch_program():
+    """Sends an INT64 tensor on a channel that carries FP32 ones: refused by the verifier."""
+    return cf.Program.from_blocks([block(0, -1, [chvar("c", VT.FP32, 1), tvar("v", VT.INT64, [1])], [
+        op("channel_create", outputs=[("Out", ["c"])], attrs=[("data_type", VT.FP32),
+                                                               ("capacity", 1)]),
+        op("fill_constant", outputs=[("Out", ["v"])], attrs=[("shape", [1]),
+                                                              ("dtype", VT.INT64)]),
+        op("channel_send", [("Channel", ["c"]), ("X", ["v"])])])])
+
+
+def test_channel_element_dtype_mismatch_is_a_type_error(ex):
+    p = mismatch_program()
+    for call in (lambda: ex.run(p), p.verify):
+        with pytest.raises(cf.TypeError, match=r"carries FP32 tensors \(type mismatch\)") as info:
+            call()
+        e = info.value
+        assert isinstance(e, cf.ProgramError) and isinstance(e, TypeError)
+        assert (e.block, e.op, e.op_type) == (0, 2, "channel_send")
+
+
+def failures(ex):
+    """One error of each combined kind (ProgramError and the op's kind), from real causes."""
+    shape = cf.Program.from_blocks([block(0, -1, [tvar("x"), tvar("y"), tvar("z")],
+                                          [op("elementwise_add", [("X", ["x"]), ("Y", ["y"])],
+                                              [("Out", ["z"])])])])
+    closed = cf.Program.from_blocks([block(0, -1, [chvar("c", capacity=1),
+                                                   tvar("v", VT.INT64, [1])], [
+        op("channel_create", outputs=[("Out", ["c"])], attrs=[("data_type", VT.INT64),
+                                                               ("capacity", 1)]),
+        op("fill_constant", outputs=[("Out", ["v"])], attrs=[("shape", [1]),
+                                                              ("dtype", VT.INT64)]),
+        op("channel_close", [("Channel", ["c"])]),
+        op("channel_send", [("Channel", ["c"]), ("X", ["v"])])])])
+    out = []
+    for kind, call in [
+        (cf.ShapeError, lambda: ex.run(shape, feed={"x": np.ones((2, 3), np.float32),
+                                                    "y": np.ones(4, np.float32)})),
+        (cf.TypeError, lambda: ex.run(mismatch_program())),
+        (cf.ChannelClosedError, lambda: ex.run(closed)),
+    ]:
+        with pytest.raises(kind) as info:
+            call()
+        out.append((kind, info.value))
+    return out
+
+
+def test_errors_read_as_the_table_names_them(ex):
+    for kind, e in failures(ex):
+        # The traceback names the table's class, not a combined one ('ProgramShapeError').
+        shown = "".join(traceback.format_exception_only(type(e), e))
+        assert shown.startswith("chanflow.%s: block 0, op " % kind.__name__), shown
+        assert type(e).__name__ == kind.__name__ and type(e).__module__ == "chanflow"
+        assert repr(e).startswith(kind.__name__ + "(")
+        # Both bases still catch it.
+        for base in (kind, cf.ProgramError, cf.Error):
+            try:
+                raise e
+            except base:
+                pass
+        # It pickles (multiprocessing sends errors so), keeping its class and attributes.
+        back = pickle.loads(pickle.dumps(e))
+        assert type(back) is type(e) and str(back) == str(e) and back.args == e.args
+        assert (back.block, back.op, back.op_type) == (e.block, e.op, e.op_type)
+    assert "ProgramShapeError" not in dir(cf)
+
+
 def test_limit_error_from_max_threads():
     # A while loop starting go blocks that all wait on a channel nobody sends to: the third
     # live green thread passes max_threads=2.
@@ -126,7 +204,7 @@ def test_type_error_from_a_feed_of_the_wrong_dtype(ex):
     (dict(feed={"x": None}), cf.TypeError, "feed 'x'.*None"),
     (dict(fetch="y"), cf.TypeError, "fetch must be a list"),
     (dict(fetch=["y", 3]), cf.TypeError, r"fetch\[1\] must be a str"),
-    (dict(fetch=["nope"]), cf.Error, "fetch 'nope': block 0 declares no such variable"),
+    (dict(fetch=["nope"]), cf.NotFoundError, "^fetch 'nope': block 0 declares no such variable$"),
     (dict(feed={"nope": [1.0]}), cf.Error, "nope"),
     (dict(timeout="1s"), cf.TypeError, "timeout must be a number"),
     (dict(timeout=-1), ValueError, "timeout must be >= 0"),

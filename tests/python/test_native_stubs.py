@@ -26,6 +26,7 @@ import chanflow as cf
 EXTERNAL_BASES = {
     "Exception": set(dir(Exception)), "ValueError": set(dir(ValueError)),
     "TimeoutError": set(dir(TimeoutError)), "builtins.TypeError": set(dir(builtins.TypeError)),
+    "KeyError": set(dir(KeyError)),
     "Sequence": set(dir(collections.abc.Sequence)), "Mapping": set(dir(collections.abc.Mapping)),
     "enum.IntEnum": set(dir(enum.IntEnum)) | {"name", "value"},  # members' properties
 }
