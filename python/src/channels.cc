@@ -13,10 +13,12 @@
 //   - on a thread other than the main one, without a timeout: the plain blocking operation;
 //   - with a timeout, or on Python's main thread: a select over the operation and the done()
 //     channel of a Context (with_deadline for the timeout), and on the main thread an
-//     InterruptScope registers that context, so Ctrl-C cancels it: the call then hands the
-//     signal back to Python (KeyboardInterrupt by default). When Python's handler returns
-//     without raising, the operation is tried again with the remaining time (PEP 475's rule for
-//     interrupted system calls). A passed timeout raises DeadlineExceededError (a TimeoutError).
+//     InterruptScope registers that context, so any signal with a Python-level handler (Ctrl-C,
+//     SIGTERM, SIGALRM ...) cancels it: the call then runs Python's handlers, and an exception
+//     from one (KeyboardInterrupt by default for Ctrl-C) leaves the call. When the handlers
+//     return without raising, the operation is tried again with the remaining time (PEP 475's
+//     rule for interrupted system calls). A passed timeout raises DeadlineExceededError (a
+//     TimeoutError).
 // A thread blocked here is an OS thread parked in a chanflow call, so deadlock detection sees it:
 // when nothing in the process can wake it, the call raises DeadlockError instead of hanging.
 #include <algorithm>
@@ -167,7 +169,8 @@ std::size_t block_on(std::vector<SelectCase>& cases, std::size_t n,
     std::optional<Unit> fired;
     cases[n] = SelectCase::recv(done, fired);
     std::optional<InterruptScope> interrupt;
-    if (main) interrupt.emplace(ctx);  // may raise KeyboardInterrupt for a SIGINT just before
+    // May raise a handler's exception (KeyboardInterrupt ...) for a signal just before.
+    if (main) interrupt.emplace(ctx, InterruptScope::Mode::kRetry);
     std::size_t chosen = 0;
     std::exception_ptr error;
     {
@@ -179,12 +182,13 @@ std::size_t block_on(std::vector<SelectCase>& cases, std::size_t n,
       }
     }
     release_pending_owners();
-    // Raises KeyboardInterrupt when Python's handler does (the operation's result, if it
-    // completed meanwhile, is lost as with any exception a signal raises).
-    const bool interrupted = interrupt && interrupt->finish();
+    // A wait canceled by a signal performed no case (select performs exactly one, here the
+    // context's): Python's handlers run, and one that raises ends the call with nothing sent or
+    // received. A performed operation is kept; its pending handlers run as the call returns.
+    const bool interrupted = interrupt && interrupt->finish(!error && chosen < n);
     if (error) std::rethrow_exception(error);
     if (chosen < n) return chosen;
-    if (interrupted) continue;  // the handler returned: try again, with the time left
+    if (interrupted) continue;  // the handlers returned: try again, with the time left
     throw DeadlineExceededError(std::string(what) + ": timed out after " +
                                 seconds_text(Clock::now() - start));
   }

@@ -150,23 +150,18 @@ py::list run(PyExecutor& self, py::handle program, py::handle feed, py::handle f
   const std::map<std::string, Channel> chans = convert_channels(channels);
   const Context ctx = run_context(timeout);
 
-  InterruptScope interrupt(ctx);
   std::vector<ObjectRef> fetched;
-  std::exception_ptr error;
-  {
-    ReleaseGil nogil;
+  run_interruptibly(ctx, [&] {
+    // The run's other variables (tensors it made, channels and what they still buffer) are
+    // dropped here too, without the GIL; so are the feeds (imported arrays are released later).
     try {
-      // The run's other variables (tensors it made, channels and what they still buffer) are
-      // dropped here too, without the GIL.
       fetched = fetch_refs(self.get().run_scope(ctx, p, feeds, chans), fetches);
     } catch (...) {
-      error = std::current_exception();
+      feeds.clear();
+      throw;
     }
-    feeds.clear();  // dropping the feeds needs no GIL (imported arrays are released later)
-  }
-  release_pending_owners();
-  interrupt.finish();  // raises KeyboardInterrupt when Python's handler does
-  if (error) std::rethrow_exception(error);
+    feeds.clear();
+  });
   py::list result;
   for (ObjectRef& v : fetched) result.append(wrap_object(std::move(v)));
   return result;
@@ -198,8 +193,9 @@ void bind_executor(py::module_& m) {
            "(name -> Channel) to channels the caller holds, so Python threads exchange values "
            "with the running program. Blocks (GIL released) until the program and all its green "
            "threads ended. "
-           "Ctrl-C on the main thread stops it (KeyboardInterrupt); `timeout` seconds stop it "
-           "with DeadlineExceededError.");
+           "Ctrl-C on the main thread stops it (KeyboardInterrupt); other signals' Python "
+           "handlers run while it runs (one that raises stops it with its exception); "
+           "`timeout` seconds stop it with DeadlineExceededError.");
 }
 
 }  // namespace chanflow::python

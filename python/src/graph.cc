@@ -10,7 +10,8 @@
 // a SharedPyObject inside the node's C++ function and always runs through call_with_gil: on the
 // Python-callback thread when a GoMachine's green thread needs it (the green thread parks
 // meanwhile), inline on the calling thread under a TapeMachine. Machines run with the GIL
-// released; a run on the main thread is stopped by Ctrl-C (InterruptScope).
+// released; a run on the main thread is stopped by Ctrl-C and by Python signal handlers that raise
+// (run_interruptibly).
 //
 // Argument errors name the function and the argument: chanflow.TypeError for a value of the wrong
 // type or dtype, ValueError for a node of another graph or a non-input binding, ShapeError for
@@ -708,23 +709,11 @@ Bindings bindings_arg(py::handle b, const Graph& g, const std::string& what) {
   return out;
 }
 
-// Runs `body` (a blocking machine call) with the GIL released and Ctrl-C cancelling `ctx`; raises
-// what it threw once the GIL is back (KeyboardInterrupt first when Python's handler raises).
+// Runs `body` (a blocking machine call) with the GIL released, stopped by Ctrl-C and by a
+// Python signal handler that raises (run_interruptibly); raises what it threw once the GIL is back.
 template <class Body>
 void run_blocking(const Context& ctx, Body body) {
-  InterruptScope interrupt(ctx);
-  std::exception_ptr error;
-  {
-    ReleaseGil nogil;
-    try {
-      body();
-    } catch (...) {
-      error = std::current_exception();
-    }
-  }
-  release_pending_owners();
-  interrupt.finish();
-  if (error) std::rethrow_exception(error);
+  run_interruptibly(ctx, std::function<void()>(std::move(body)));
 }
 
 // Marks a Python machine busy for one call: a second call from another Python thread (possible

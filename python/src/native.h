@@ -96,29 +96,45 @@ void bind_executor(py::module_& m);
 
 // ---- interrupt.cc ----
 
-// Forwards SIGINT to the runs in progress on Python's main thread (see interrupt.cc). Construct
-// it, with the GIL held, around a run: it installs the handler only when the calling thread is
-// the main thread and Python's SIGINT handler is a Python-level one, and registers `ctx` to be
-// canceled by the signal. After the run, with the GIL held again, finish() hands a SIGINT that
-// came during the run back to Python (PyErr_SetInterruptEx + PyErr_CheckSignals): it throws
-// py::error_already_set when Python's handler raised (KeyboardInterrupt), and returns whether a
-// SIGINT came (so the caller reports a run canceled by it even when the handler did not raise).
+struct Handoff;
+
+// Lets signals with a Python-level handler reach a blocking call on Python's main thread (see
+// interrupt.cc). Construct it, with the GIL held, around the wait: on the main thread it makes
+// every such signal end the wait — cancel `ctx` (kRetry: any signal; kRun: SIGINT), or wake the
+// main thread waiting for `handoff` — and runs the handlers of signals that came just before
+// (throws py::error_already_set when one raises). Elsewhere it does nothing.
 class InterruptScope {
  public:
-  explicit InterruptScope(const Context& ctx);
+  enum class Mode {
+    kRetry,  // a wait that performs nothing when canceled (a channel operation, select)
+    kRun,    // a run, which a cancel stops for good
+  };
+  InterruptScope(const Context& ctx, Mode mode, Handoff* handoff = nullptr);
   ~InterruptScope();
   InterruptScope(const InterruptScope&) = delete;
   InterruptScope& operator=(const InterruptScope&) = delete;
 
-  // Ends the scope (restores the previous handler) and forwards a SIGINT that came. Needs the GIL.
-  bool finish();
+  // Ends the scope, with the GIL held. `completed`: the wait performed its operation (the run
+  // returned normally); pending handlers are then left to the interpreter, which runs them as the
+  // call returns, and finish returns false. Otherwise runs them: throws py::error_already_set
+  // when one raises, and returns whether a signal came during the scope (a kRetry caller then
+  // tries again).
+  bool finish(bool completed);
 
  private:
-  void end() noexcept;
+  unsigned long long end() noexcept;
   bool active_ = false;
   void* record_ = nullptr;
-  unsigned long long start_count_ = 0;
 };
+
+// Runs body() (which must not need the GIL) with the GIL released, as a blocking run on behalf
+// of Python: held on entry and on return; body's exception is rethrown, after
+// release_pending_owners(). On the main thread SIGINT cancels `ctx` (CanceledError, or the
+// handler's exception such as KeyboardInterrupt), and while another signal has a Python-level
+// handler body runs on a helper thread so that the main thread runs handlers as signals come:
+// one that raises cancels `ctx`, and its exception leaves the call once body returned; one that
+// returns lets the run go on.
+void run_interruptibly(const Context& ctx, const std::function<void()>& body);
 
 // ---- objects.cc ----
 

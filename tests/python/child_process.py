@@ -53,8 +53,31 @@ class Child:
 
     def interrupt(self):
         """Sends SIGINT; returns when (time.monotonic())."""
-        self.proc.send_signal(signal.SIGINT)
+        return self.signal(signal.SIGINT)
+
+    def signal(self, signo):
+        """Sends `signo`; returns when (time.monotonic())."""
+        self.proc.send_signal(signo)
         return time.monotonic()
+
+    def wait_blocked(self, limit=60.0):
+        """Returns once the child's main thread sleeps in a futex wait (Linux: the syscall
+        /proc/<pid>/task/<pid>/syscall shows), as it does blocked in a chanflow call: the fact
+        to wait for before a signal that must find the call blocked. Polls that file."""
+        path = f"/proc/{self.proc.pid}/task/{self.proc.pid}/syscall"
+        futex = 202  # x86_64
+        deadline = time.monotonic() + limit
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                pytest.fail(f"the child ended (status {self.proc.returncode}); "
+                            f"stderr: {self.proc.stderr.read()}")
+            with open(path) as f:
+                fields = f.read().split()
+            if fields and fields[0] == str(futex):
+                return
+            time.sleep(0.001)
+        self.proc.kill()
+        pytest.fail(f"the child's main thread did not block in {limit} s")
 
     def finish(self):
         """Waits for the child's exit, which must be a clean one."""
