@@ -8,15 +8,15 @@
 // from one ends the call, and otherwise the call goes on. This module gives chanflow's blocking
 // calls on the main thread the same behaviour.
 //
-//   Python's C handler    (any thread) records the signal for the interpreter and then writes its
-//                         number to the interpreter's wakeup fd — during a chanflow call on the
-//                         main thread, the write end of this module's pipe (signal.set_wakeup_fd).
-//                         So every signal with a Python-level handler reaches us, and only those:
-//                         SIG_DFL, SIG_IGN and C-level handlers are left alone, as Python leaves
-//                         them.
+//   handler (any thread)  for each signal that has a Python-level handler when the call starts
+//                         (the only ones: SIG_DFL, SIG_IGN and signals Python does not handle are
+//                         left alone), this module's C handler stands in front of Python's: it
+//                         calls the handler it replaced — Python's, which records the signal for
+//                         the interpreter and writes its wakeup fd (an asyncio loop's, say) — and
+//                         then writes the signal's number to a pipe; nothing else, so it is
+//                         async-signal-safe, and the record is made before the byte is seen;
 //   watcher thread        (one per process, started at the first call) reads the signal numbers
-//                         from the pipe, forwards them to the wakeup fd the call replaced (an
-//                         asyncio loop's, say), and acts on the main thread's calls in progress:
+//                         from the pipe and acts on the main thread's calls in progress:
 //                          - a wait that can be retried (a channel operation or select; kRetry)
 //                            has its Context canceled, for any signal: the select returns the
 //                            context's case, which performed no other case (select performs
@@ -52,13 +52,15 @@
 // Only calls on Python's main thread take part: Python runs handlers there only, and a call on
 // another thread is stopped by what the main thread does (a timeout, closing what it waits on).
 // Scopes nest (a handler run during a helper's run may itself block on a channel): the first one
-// replaces the wakeup fd, the last one restores it.
+// that hooks a signal puts the handler in place, the last one restores the previous one — unless
+// a Python handler run meanwhile set a new disposition (signal.signal), which is then kept.
 #include <fcntl.h>
 #include <pthread.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -102,6 +104,31 @@ struct Handoff {
 
 namespace {
 
+// The pipe's write end, and the handler each hooked signal had before: read by the handler, set
+// before the handler is put in place (the sigaction call orders them).
+std::atomic<int> g_pipe_write{-1};
+std::array<struct sigaction, NSIG> g_previous{};
+static_assert(std::atomic<int>::is_always_lock_free, "the signal handler needs lock-free atomics");
+
+extern "C" void on_signal(int signo, siginfo_t* info, void* uctx) {
+  const int saved = errno;
+  if (signo > 0 && signo < NSIG) {
+    const struct sigaction& prev = g_previous[static_cast<size_t>(signo)];
+    if ((prev.sa_flags & SA_SIGINFO) != 0) {
+      if (prev.sa_sigaction != nullptr) prev.sa_sigaction(signo, info, uctx);
+    } else if (prev.sa_handler != SIG_DFL && prev.sa_handler != SIG_IGN &&
+               prev.sa_handler != nullptr) {
+      prev.sa_handler(signo);
+    }
+    // After Python's handler recorded it: whoever the byte wakes sees the signal pending.
+    const auto byte = static_cast<unsigned char>(signo);
+    // Non-blocking: when the pipe is full the watcher has bytes to read anyway.
+    [[maybe_unused]] const ssize_t n =
+        write(g_pipe_write.load(std::memory_order_relaxed), &byte, 1);
+  }
+  errno = saved;
+}
+
 struct RunRecord {
   Context ctx;
   InterruptScope::Mode mode;
@@ -113,19 +140,17 @@ struct State {
   os::Mutex mu;
   // The main thread's calls in progress.
   std::vector<RunRecord*> runs CHANFLOW_GUARDED_BY(mu);
-  // Scopes in progress, and the wakeup fd the first of them replaced (-1: none), to which the
-  // watcher forwards what it reads.
-  int installed CHANFLOW_GUARDED_BY(mu) = 0;
-  int forward_fd CHANFLOW_GUARDED_BY(mu) = -1;
+  // Scopes in progress that hooked each signal (changed by the main thread only).
+  std::array<int, NSIG> hooked CHANFLOW_GUARDED_BY(mu){};
   // The process whose watcher reads the pipe (fork-safe), and the pipe's ends.
   pid_t watcher_pid CHANFLOW_GUARDED_BY(mu) = 0;
   int read_fd CHANFLOW_GUARDED_BY(mu) = -1;
-  int write_fd CHANFLOW_GUARDED_BY(mu) = -1;
   // Taken at the first scope (GIL held): Python's main thread, and _signal.getsignal with the
   // signal numbers to ask it about.
   bool python_ready = false;
   unsigned long main_ident = 0;
-  py::object getsignal, set_wakeup_fd;
+  py::object getsignal;
+  PyCFunction getsignal_c = nullptr;  // its C function, when it is a METH_O builtin
   std::vector<py::object> signal_numbers;
 };
 State& state() {
@@ -147,10 +172,6 @@ void watch(int read_fd) {
     if (n <= 0) return;  // the pipe broke: nothing more can come
     State& s = state();
     os::LockGuard lock(s.mu);
-    if (s.forward_fd >= 0) {
-      // Best effort, non-blocking as Python's own write is: a full pipe there has bytes to read.
-      [[maybe_unused]] const ssize_t w = write(s.forward_fd, buf.data(), static_cast<size_t>(n));
-    }
     for (ssize_t i = 0; i < n; ++i) {
       const int signo = buf[static_cast<size_t>(i)];
       for (RunRecord* r : s.runs) {
@@ -170,12 +191,10 @@ void ensure_watcher(State& s) CHANFLOW_REQUIRES(s.mu) {
     CHANFLOW_THROW(Error) << "cannot create the pipe that forwards signals: "
                           << std::strerror(errno);
   }
-  // Non-blocking writes, as Python's handler expects of a wakeup fd: when the pipe is full the
-  // watcher has bytes to read anyway.
   fcntl(fds[1], F_SETFL, O_NONBLOCK);
   std::thread(&watch, fds[0]).detach();  // lives as long as the process, blocked in read()
+  g_pipe_write.store(fds[1], std::memory_order_relaxed);
   s.read_fd = fds[0];
-  s.write_fd = fds[1];
   s.watcher_pid = getpid();
 }
 
@@ -186,12 +205,16 @@ bool on_python_main_thread(State& s) {
         py::module_::import("threading").attr("main_thread")().attr("ident").cast<unsigned long>();
     // The C function, not signal.getsignal: that one converts the handler to an enum member and
     // raises (and catches) a ValueError for every Python-level handler, microseconds per call.
-    py::module_ sig = py::module_::import("_signal");
-    s.getsignal = sig.attr("getsignal");
-    // The Python function: the C one (PySignal_SetWakeupFd) is not exported by every build.
-    s.set_wakeup_fd = sig.attr("set_wakeup_fd");
+    s.getsignal = py::module_::import("_signal").attr("getsignal");
+    // Called as C (about 60 calls per scope: a third of their cost is the generic call path)
+    // when it is the one-argument builtin it is in CPython.
+    if (PyCFunction_Check(s.getsignal.ptr()) != 0 &&
+        (PyCFunction_GET_FLAGS(s.getsignal.ptr()) &
+         (METH_VARARGS | METH_FASTCALL | METH_NOARGS | METH_O | METH_KEYWORDS)) == METH_O) {
+      s.getsignal_c = PyCFunction_GET_FUNCTION(s.getsignal.ptr());
+    }
     for (int signo = 1; signo < NSIG; ++signo) {
-      if (signo != SIGINT && signo != SIGKILL && signo != SIGSTOP) {
+      if (signo != SIGKILL && signo != SIGSTOP) {
         s.signal_numbers.push_back(py::int_(signo));
       }
     }
@@ -200,36 +223,49 @@ bool on_python_main_thread(State& s) {
   return PyThread_get_thread_ident() == s.main_ident;
 }
 
-// Whether a signal other than SIGINT has a Python-level handler now (a callable, not SIG_DFL,
-// SIG_IGN or None). GIL held; throws error_already_set if getsignal fails.
-bool other_python_handlers(State& s) {
+// The signals that have a Python-level handler now (a callable, not SIG_DFL, SIG_IGN or None),
+// as bit signo - 1. GIL held; throws error_already_set if getsignal fails.
+unsigned long long python_handled(State& s) {
+  static_assert(NSIG - 1 <= 64, "a signal set of 64 bits");
+  unsigned long long out = 0;
   for (const py::object& signo : s.signal_numbers) {
-    PyObject* h = PyObject_CallOneArg(s.getsignal.ptr(), signo.ptr());
+    PyObject* h = s.getsignal_c != nullptr
+                      ? s.getsignal_c(PyCFunction_GET_SELF(s.getsignal.ptr()), signo.ptr())
+                      : PyObject_CallOneArg(s.getsignal.ptr(), signo.ptr());
     if (h == nullptr) throw py::error_already_set();
-    const bool callable = PyCallable_Check(h) != 0;
+    if (PyCallable_Check(h) != 0) out |= 1ULL << (PyLong_AsLong(signo.ptr()) - 1);
     Py_DECREF(h);
-    if (callable) return true;
   }
-  return false;
+  return out;
 }
 
-// signal.set_wakeup_fd(fd) on the main thread, GIL held; returns the previous fd, or
-// std::nullopt when Python refused (the fd was closed meanwhile ...). Keeps a pending Python
-// error as it was (a scope may end while one propagates).
-std::optional<int> set_wakeup_fd(State& s, int fd) noexcept {
-  PyObject *type = nullptr, *value = nullptr, *trace = nullptr;
-  PyErr_Fetch(&type, &value, &trace);
-  std::optional<int> previous;
-  if (PyObject* arg = PyLong_FromLong(fd)) {
-    if (PyObject* r = PyObject_CallOneArg(s.set_wakeup_fd.ptr(), arg)) {
-      previous = static_cast<int>(PyLong_AsLong(r));
-      Py_DECREF(r);
-    }
-    Py_DECREF(arg);
+// Puts on_signal in front of the current handler of each signal in `set` (its first hook) or
+// counts one more hook. Main thread, GIL held.
+void hook(State& s, unsigned long long set) CHANFLOW_REQUIRES(s.mu) {
+  for (int signo = 1; signo < NSIG; ++signo) {
+    const auto i = static_cast<size_t>(signo);
+    if ((set & (1ULL << (signo - 1))) == 0 || s.hooked[i]++ != 0) continue;
+    struct sigaction sa {};
+    sa.sa_sigaction = &on_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
+    sigaction(signo, &sa, &g_previous[i]);
   }
-  PyErr_Clear();
-  PyErr_Restore(type, value, trace);
-  return previous;
+}
+
+// Undoes hook(): the last hook of a signal restores its previous handler — unless a disposition
+// set meanwhile (a Python handler's signal.signal while a helper ran the run) replaced on_signal:
+// that one is kept.
+void unhook(State& s, unsigned long long set) CHANFLOW_REQUIRES(s.mu) {
+  for (int signo = 1; signo < NSIG; ++signo) {
+    const auto i = static_cast<size_t>(signo);
+    if ((set & (1ULL << (signo - 1))) == 0 || --s.hooked[i] != 0) continue;
+    struct sigaction current {};
+    sigaction(signo, &g_previous[i], &current);
+    if ((current.sa_flags & SA_SIGINFO) == 0 || current.sa_sigaction != &on_signal) {
+      sigaction(signo, &current, nullptr);
+    }
+  }
 }
 
 // The helper threads that run a main-thread run while the main thread waits for signals.
@@ -307,6 +343,7 @@ void submit(Handoff& job) {
 InterruptScope::InterruptScope(const Context& ctx, Mode mode, Handoff* handoff) {
   State& s = state();
   if (!on_python_main_thread(s)) return;
+  hooked_ = python_handled(s);
   auto* record = new RunRecord{ctx, mode, handoff};
   {
     os::LockGuard lock(s.mu);
@@ -317,20 +354,11 @@ InterruptScope::InterruptScope(const Context& ctx, Mode mode, Handoff* handoff) 
       delete record;
       throw;
     }
-    if (s.installed == 0) {
-      const std::optional<int> previous = set_wakeup_fd(s, s.write_fd);
-      if (!previous) {
-        s.runs.pop_back();
-        delete record;
-        CHANFLOW_THROW(Error) << "cannot set the signal wakeup fd that forwards signals";
-      }
-      s.forward_fd = *previous;
-    }
-    ++s.installed;
+    hook(s, hooked_);
   }
   record_ = record;
   active_ = true;
-  // A signal that came just before the wakeup fd was replaced only set Python's flag: run its
+  // A signal that came just before the handler was in place only set Python's flag: run its
   // handler now (its exception before the call starts) instead of after the whole call.
   if (PyErr_CheckSignals() != 0) {
     end();
@@ -350,9 +378,7 @@ unsigned long long InterruptScope::end() noexcept {
     os::LockGuard lock(s.mu);
     s.runs.erase(std::remove(s.runs.begin(), s.runs.end(), record), s.runs.end());
     signals = record->signals;
-    // The watcher keeps forward_fd for the bytes still in the pipe; new ones go there directly.
-    // (An fd closed meanwhile cannot be restored: Python's wakeup fd is then none.)
-    if (--s.installed == 0 && !set_wakeup_fd(s, s.forward_fd)) set_wakeup_fd(s, -1);
+    unhook(s, hooked_);
   }
   delete record;
   record_ = nullptr;
@@ -369,11 +395,12 @@ bool InterruptScope::finish(bool completed) {
 }
 
 void run_interruptibly(const Context& ctx, const std::function<void()>& body) {
-  State& s = state();
+  Handoff job;  // used when signals other than SIGINT may come
+  job.body = &body;
+  InterruptScope interrupt(ctx, InterruptScope::Mode::kRun, &job);
   std::exception_ptr error;
-  if (!on_python_main_thread(s) || !other_python_handlers(s)) {
-    // On the main thread, only SIGINT can come: it cancels the run.
-    InterruptScope interrupt(ctx, InterruptScope::Mode::kRun);
+  if (!interrupt.other_signals()) {
+    // Not on the main thread, or only SIGINT can come: it cancels the run.
     {
       ReleaseGil nogil;
       try {
@@ -387,9 +414,6 @@ void run_interruptibly(const Context& ctx, const std::function<void()>& body) {
     if (error) std::rethrow_exception(error);
     return;
   }
-  Handoff job;
-  job.body = &body;
-  InterruptScope interrupt(ctx, InterruptScope::Mode::kRun, &job);
   // A handler's exception, held while the canceled run ends (GIL held to take and restore it).
   PyObject* raised[3] = {nullptr, nullptr, nullptr};
   {

@@ -19,6 +19,7 @@
 #include <pybind11/pybind11.h>
 
 #include <chrono>
+#include <csignal>
 #include <functional>
 #include <memory>
 #include <string>
@@ -99,10 +100,11 @@ void bind_executor(py::module_& m);
 struct Handoff;
 
 // Lets signals with a Python-level handler reach a blocking call on Python's main thread (see
-// interrupt.cc). Construct it, with the GIL held, around the wait: on the main thread it makes
-// every such signal end the wait — cancel `ctx` (kRetry: any signal; kRun: SIGINT), or wake the
-// main thread waiting for `handoff` — and runs the handlers of signals that came just before
-// (throws py::error_already_set when one raises). Elsewhere it does nothing.
+// interrupt.cc). Construct it, with the GIL held, around the wait: on the main thread it hooks
+// every signal that has such a handler now, so that each one ends the wait — cancel `ctx` (kRetry:
+// any signal; kRun: SIGINT), or wake the main thread waiting for `handoff` — and runs the handlers
+// of signals that came just before (throws py::error_already_set when one raises). Elsewhere it
+// does nothing.
 class InterruptScope {
  public:
   enum class Mode {
@@ -121,10 +123,15 @@ class InterruptScope {
   // tries again).
   bool finish(bool completed);
 
+  // Whether a signal other than SIGINT had a Python-level handler when the scope began (false
+  // off the main thread).
+  bool other_signals() const noexcept { return (hooked_ & ~(1ULL << (SIGINT - 1))) != 0; }
+
  private:
   unsigned long long end() noexcept;
   bool active_ = false;
   void* record_ = nullptr;
+  unsigned long long hooked_ = 0;  // the signals it hooked: bit signo - 1
 };
 
 // Runs body() (which must not need the GIL) with the GIL released, as a blocking run on behalf
