@@ -14,7 +14,11 @@
 //                         calls the handler it replaced — Python's, which records the signal for
 //                         the interpreter and writes its wakeup fd (an asyncio loop's, say) — and
 //                         then writes the signal's number to a pipe; nothing else, so it is
-//                         async-signal-safe, and the record is made before the byte is seen;
+//                         async-signal-safe, and the record is made before the byte is seen.
+//                         SIGINT is only counted, not passed on: the call hands it back to Python
+//                         (PyErr_SetInterruptEx) when it ends or wakes to run handlers, so that a
+//                         Python op the run executes on the main thread does not take the
+//                         KeyboardInterrupt meant for the run;
 //   watcher thread        (one per process, started at the first call) reads the signal numbers
 //                         from the pipe and acts on the main thread's calls in progress:
 //                          - a wait that can be retried (a channel operation or select; kRetry)
@@ -110,11 +114,32 @@ std::atomic<int> g_pipe_write{-1};
 std::array<struct sigaction, NSIG> g_previous{};
 static_assert(std::atomic<int>::is_always_lock_free, "the signal handler needs lock-free atomics");
 
+// SIGINTs the handler counted, and (GIL held) how many of them were handed back to Python.
+// Release on increment, acquire on read: who sees the count also sees what came before it.
+std::atomic<unsigned long long> g_sigint_count{0};
+unsigned long long g_sigint_handed = 0;
+static_assert(std::atomic<unsigned long long>::is_always_lock_free,
+              "the signal handler needs lock-free atomics");
+
+// Hands the SIGINTs counted since the last call back to Python (PyErr_SetInterruptEx: Python's
+// handler runs at its next check). GIL held.
+void hand_back_sigints() {
+  const unsigned long long n = g_sigint_count.load(std::memory_order_acquire);
+  if (n == g_sigint_handed) return;
+  g_sigint_handed = n;
+  PyErr_SetInterruptEx(SIGINT);
+}
+
 extern "C" void on_signal(int signo, siginfo_t* info, void* uctx) {
   const int saved = errno;
   if (signo > 0 && signo < NSIG) {
     const struct sigaction& prev = g_previous[static_cast<size_t>(signo)];
-    if ((prev.sa_flags & SA_SIGINFO) != 0) {
+    if (signo == SIGINT) {
+      // Not passed on to Python's handler now: a Python op running on the main thread would take
+      // the KeyboardInterrupt meant for the run. The run is canceled, and the call hands the
+      // SIGINT back to Python (hand_back_sigints).
+      g_sigint_count.fetch_add(1, std::memory_order_release);
+    } else if ((prev.sa_flags & SA_SIGINFO) != 0) {
       if (prev.sa_sigaction != nullptr) prev.sa_sigaction(signo, info, uctx);
     } else if (prev.sa_handler != SIG_DFL && prev.sa_handler != SIG_IGN &&
                prev.sa_handler != nullptr) {
@@ -389,6 +414,7 @@ unsigned long long InterruptScope::end() noexcept {
 bool InterruptScope::finish(bool completed) {
   if (!active_) return false;
   const unsigned long long signals = end();
+  hand_back_sigints();          // after the restore: a SIGINT from now on goes to Python's handler
   if (completed) return false;  // the interpreter runs pending handlers as the call returns
   if (PyErr_CheckSignals() != 0) throw py::error_already_set();
   return signals > 0;
@@ -432,6 +458,7 @@ void run_interruptibly(const Context& ctx, const std::function<void()>& body) {
       }
       if (raised[0] != nullptr) continue;  // canceled already: only the end is awaited
       nogil.reset();
+      hand_back_sigints();
       if (PyErr_CheckSignals() != 0) {
         PyErr_Fetch(&raised[0], &raised[1], &raised[2]);
         if (raised[0] == nullptr) raised[0] = Py_NewRef(PyExc_SystemError);
