@@ -19,7 +19,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "chanflow/runtime.h"
 
@@ -367,6 +369,37 @@ void BM_SelectDefault(benchmark::State& state) {
   });
 }
 CHANFLOW_BENCH_WORKERS(BM_SelectDefault);
+
+// A select over N empty cap-1 channels plus default (range(1) = N): nothing is ready, so every
+// call takes the locked path (the lock order over N channels, N locks, the locked poll).
+void BM_SelectNoneReady(benchmark::State& state) {
+  const auto ncases = static_cast<std::size_t>(state.range(1));
+  const int64_t n = scaled(20'000'000 / static_cast<int64_t>(ncases + 2));
+  run_shape(state, n, [n, ncases]() -> double {
+    std::vector<cf::Chan<int>> chans;
+    for (std::size_t i = 0; i < ncases; ++i) chans.push_back(cf::make_chan<int>(1));
+    std::vector<std::optional<int>> outs(ncases);
+    std::vector<cf::SelectCase> cases;
+    for (std::size_t i = 0; i < ncases; ++i)
+      cases.push_back(cf::SelectCase::recv(chans[i], outs[i]));
+    cases.push_back(cf::SelectCase::default_case());
+    int64_t defaults = 0;
+    const auto t = Clock::now();
+    for (int64_t i = 0; i < n; ++i) {
+      defaults += cf::select(std::span<cf::SelectCase>(cases)) == ncases ? 1 : 0;
+    }
+    const double secs = seconds_since(t);
+    return defaults == n ? secs : -1;
+  });
+}
+BENCHMARK(BM_SelectNoneReady)
+    ->Args({1, 2})
+    ->Args({1, 8})
+    ->Args({1, 16})
+    ->Args({1, 64})
+    ->UseManualTime()
+    ->Iterations(timed_runs())
+    ->Unit(benchmark::kMillisecond);
 
 // Two producer green threads each send n/2 values on their own unbuffered channel and close it;
 // the measuring green thread receives everything through a 2-case select. ns per message.

@@ -1,6 +1,11 @@
 // select: readiness, default, closed and nil channels, fairness, exactly-once completion.
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "runtime_test_util.h"
@@ -173,6 +178,54 @@ TEST_P(Select, RuntimeFormManyCases) {
   EXPECT_EQ(cf::select(std::span<cf::SelectCase>(cases)), static_cast<std::size_t>(kN));
   cases.push_back(cf::SelectCase::default_case());
   EXPECT_THROW(cf::select(std::span<cf::SelectCase>(cases)), cf::Error);
+}
+
+// Seconds of the fastest of 5 selects over `cases` (nothing ready, a default last: each runs the
+// lock-free poll, the lock order over every channel, every lock and the locked poll).
+double fastest_select_seconds(std::vector<cf::SelectCase>& cases) {
+  double best = 1e9;
+  for (int rep = 0; rep < 5; ++rep) {
+    const auto t0 = std::chrono::steady_clock::now();
+    EXPECT_EQ(cf::select(std::span<cf::SelectCase>(cases)), cases.size() - 1);
+    best = std::min(best,
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return best;
+}
+
+// One select over n cases costs O(n log n): its lock order is sorted, not built by insertion
+// (n^2/4 moves: 100,000 cases took seconds a call). Checked as the growth from n/8 to n cases,
+// which is about 8 (cache misses make it more) for n log n and 64 for n^2, so that a loaded
+// machine or a sanitizer slows both sides alike. n is CHANFLOW_TEST_SELECT_CASES (the stress
+// test: 100,000), 32,768 by default; the full size also bounds the call's time.
+TEST_P(Select, ManyCasesCostNLogN) {
+  std::size_t n = 32768;
+  if (const char* env = std::getenv("CHANFLOW_TEST_SELECT_CASES")) n = std::stoul(env);
+  std::vector<cf::Chan<int>> chans;
+  for (std::size_t i = 0; i < n; ++i) chans.push_back(cf::make_chan<int>(1));
+  std::vector<std::optional<int>> outs(n);
+  auto cases_of = [&](std::size_t count) {
+    std::vector<cf::SelectCase> cases;
+    // Each channel twice: the duplicates must still be locked once.
+    for (std::size_t i = 0; i < count; ++i) {
+      cases.push_back(cf::SelectCase::recv(chans[i % (count / 2)], outs[i]));
+    }
+    cases.push_back(cf::SelectCase::default_case());
+    return cases;
+  };
+  std::vector<cf::SelectCase> small = cases_of(n / 8);
+  std::vector<cf::SelectCase> big = cases_of(n);
+  const double t_small = fastest_select_seconds(small);
+  const double t_big = fastest_select_seconds(big);
+  std::printf("select over %zu cases: %.3f ms; over %zu: %.3f ms (x%.1f)\n", small.size() - 1,
+              t_small * 1e3, big.size() - 1, t_big * 1e3, t_big / t_small);
+  EXPECT_LT(t_big, 24 * t_small) << "n = " << n;
+  if (n >= 100000) {
+    EXPECT_LT(t_big, 0.5) << "n = " << n;
+  }
+  // Still a working select: a ready case among the many is found and performed.
+  chans[n / 2 - 1].try_send(7);
+  EXPECT_EQ(cf::select(std::span<cf::SelectCase>(big.data(), n)) % (n / 2), n / 2 - 1);
 }
 
 TEST_P(Select, BodyMayUseTheSameChannel) {
