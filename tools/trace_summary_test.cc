@@ -4,10 +4,17 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
+#include <map>
+#include <random>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "trace_html.h"
 
@@ -320,6 +327,106 @@ TEST(TraceSummary, GoMachineCriticalPathPerRun) {
       << text;
   EXPECT_NE(text.find("  other runs: run 1 45.0us, run 3 1.00us\n"), std::string::npos) << text;
   EXPECT_EQ(summary_to_json(s)["critical_paths"][1]["run"], 1);
+}
+
+// The critical path by its definition, in the quadratic form the summary once used: from the
+// slice that ends last, at each step every slice of every input is scanned for the one that ends
+// last by the current one's end, is not on the path (ties: lower node id, then trace order).
+// Returns the path's slices, first to last.
+std::vector<const TraceEvent*> reference_path(const std::vector<const TraceEvent*>& slices) {
+  std::map<int64_t, std::vector<const TraceEvent*>> by_node;
+  for (const TraceEvent* e : slices) by_node[e->args["node"].get<int64_t>()].push_back(e);
+  auto end_of = [](const TraceEvent* e) { return e->ts + e->dur; };
+  const TraceEvent* cur = nullptr;
+  for (const TraceEvent* e : slices) {
+    if (cur == nullptr || end_of(e) > end_of(cur)) cur = e;
+  }
+  std::vector<const TraceEvent*> chain;
+  std::set<const TraceEvent*> visited;
+  while (cur != nullptr && visited.insert(cur).second) {
+    chain.push_back(cur);
+    const TraceEvent* best = nullptr;
+    int64_t best_node = 0;
+    for (const nlohmann::json& in : cur->args["inputs"]) {
+      const int64_t n = in.get<int64_t>();
+      auto it = by_node.find(n);
+      if (it == by_node.end()) continue;
+      for (const TraceEvent* e : it->second) {
+        if (e == cur || visited.count(e) != 0 || end_of(e) > end_of(cur)) continue;
+        if (best == nullptr || end_of(e) > end_of(best) ||
+            (end_of(e) == end_of(best) && n < best_node)) {
+          best = e;
+          best_node = n;
+        }
+      }
+    }
+    cur = best;
+  }
+  std::reverse(chain.begin(), chain.end());
+  return chain;
+}
+
+// A node slice's event text (times in us).
+std::string node_slice(int64_t node, int64_t ts, int64_t dur, const std::vector<int64_t>& inputs) {
+  std::string in;
+  for (int64_t i : inputs) in += (in.empty() ? "" : ",") + std::to_string(i);
+  return R"({"ph":"X","cat":"node","name":"n)" + std::to_string(node) + R"(","ts":)" +
+         std::to_string(ts) + R"(,"dur":)" + std::to_string(dur) + R"(,"pid":3,"tid":1,)" +
+         R"("args":{"node":)" + std::to_string(node) + R"(,"inputs":[)" + in + "]}}";
+}
+
+// The summary's path equals the definition's on random small runs: few nodes run many times,
+// equal ends (ties), inputs that name the node itself, later nodes, absent nodes and repeats.
+TEST(TraceSummary, CriticalPathMatchesItsDefinition) {
+  std::mt19937 rng(37);
+  for (int round = 0; round < 300; ++round) {
+    const int nodes = 1 + static_cast<int>(rng() % 6);
+    const int count = 1 + static_cast<int>(rng() % 40);
+    std::string events;
+    for (int k = 0; k < count; ++k) {
+      std::vector<int64_t> inputs;
+      for (unsigned m = rng() % 4; m > 0; --m) inputs.push_back(static_cast<int64_t>(rng() % 8));
+      if (!events.empty()) events += ",";
+      events += node_slice(rng() % nodes, rng() % 30, rng() % 5, inputs);
+    }
+    const Trace t = parse_trace(doc(events), "random.json");
+    std::vector<const TraceEvent*> slices;
+    for (const TraceEvent& e : t.events) slices.push_back(&e);
+    const std::vector<const TraceEvent*> want = reference_path(slices);
+    const Summary s = summarize(t);
+    ASSERT_EQ(s.critical_paths.size(), 1u);
+    const std::vector<CriticalStep>& got = s.critical_paths[0].steps;
+    ASSERT_EQ(got.size(), want.size()) << "round " << round << ": " << events;
+    for (size_t k = 0; k < want.size(); ++k) {
+      EXPECT_EQ(got[k].node, want[k]->args["node"].get<int64_t>()) << round << ", step " << k;
+      EXPECT_EQ(got[k].start_ns, want[k]->ts) << round << ", step " << k;
+      EXPECT_EQ(got[k].dur_ns, want[k]->dur) << round << ", step " << k;
+    }
+  }
+}
+
+// A run of `count` node slices of two nodes, each the other's input, one after the other: the
+// path goes back through every slice, and each step's inputs have count / 2 slices. The walk
+// once scanned them all at each step (count^2 / 2: 20,000 slices took 17 s). Bounded here with a
+// margin for a loaded machine and sanitizers; CHANFLOW_TEST_TRACE_SLICES sets count (the stress
+// test: 100,000, where the docs promise about 0.7 s of CPU for 100,000 events).
+TEST(TraceSummary, CriticalPathOfManySlicesIsFast) {
+  int64_t count = 20000;
+  if (const char* env = std::getenv("CHANFLOW_TEST_TRACE_SLICES")) count = std::stoll(env);
+  std::string events;
+  for (int64_t k = 0; k < count; ++k) {
+    if (k != 0) events += ",";
+    events += node_slice(k % 2, 2 * k, 1, {1 - k % 2});
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  const Summary s = summarize(parse_trace(doc(events), "many.json"));
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("%lld node slices: read and summarized in %.3f s\n", static_cast<long long>(count),
+              secs);
+  ASSERT_EQ(s.critical_paths.size(), 1u);
+  EXPECT_EQ(s.critical_paths[0].steps.size(), static_cast<size_t>(count));
+  EXPECT_EQ(s.critical_paths[0].total_ns, (2 * count - 1) * kUs);
+  EXPECT_LT(secs, 0.4 + 8e-5 * static_cast<double>(count)) << count << " slices";
 }
 
 // Green-thread ids are per scheduler: a slice after an exit is a later thread with the same id.
