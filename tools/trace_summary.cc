@@ -87,6 +87,18 @@ std::string close_cut_trace(std::string_view text) {
   return std::string(text.substr(0, last_complete)) + "]}";
 }
 
+// Why `v` is not an int64 ("is not an integer", "is out of range"), or nullptr. JSON has one
+// number type: a non-negative integer above 2^63 - 1 parses as an unsigned one, and reading it as
+// int64 would wrap it to a negative value.
+const char* int64_problem(const Json& v) {
+  if (!v.is_number_integer()) return "is not an integer";
+  if (v.is_number_unsigned() &&
+      v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+    return "is out of range (above 2^63 - 1)";
+  }
+  return nullptr;
+}
+
 // Field access with errors that name the file, the event and the field.
 class EventReader {
  public:
@@ -138,7 +150,7 @@ class EventReader {
   }
   int64_t integer(const std::string& path) const {
     const Json& v = need(path);
-    if (!v.is_number_integer()) fail(path, "is not an integer");
+    if (const char* problem = int64_problem(v)) fail(path, problem);
     return v.get<int64_t>();
   }
   // Microseconds (a JSON number, up to 3 decimals) as integer nanoseconds.
@@ -223,6 +235,8 @@ TraceEvent read_event(const std::string& file, int64_t index, Json& ev) {
     const Json& id = r.need("id");
     if (id.is_string()) {
       e.id = id.get<std::string>();
+    } else if (id.is_number_unsigned()) {  // ids are labels: any non-negative integer
+      e.id = std::to_string(id.get<uint64_t>());
     } else if (id.is_number_integer()) {
       e.id = std::to_string(id.get<int64_t>());
     } else {
@@ -253,11 +267,13 @@ TraceEvent read_event(const std::string& file, int64_t index, Json& ev) {
     if (r.get("args.g") != nullptr) r.integer("args.g");
   } else if (e.ph == 'X' && e.cat == "node") {
     r.integer("args.node");
-    if (r.get("args.run") != nullptr) r.integer("args.run");
+    // A run is a GoMachine's run counter; -1 stands for "no args.run" in the summary.
+    if (r.get("args.run") != nullptr && r.integer("args.run") < 0)
+      r.fail("args.run", "is negative");
     const Json& inputs = r.array("args.inputs");
     for (size_t k = 0; k < inputs.size(); ++k) {
-      if (!inputs[k].is_number_integer()) {
-        r.fail("args.inputs[" + std::to_string(k) + "]", "is not an integer");
+      if (const char* problem = int64_problem(inputs[k])) {
+        r.fail("args.inputs[" + std::to_string(k) + "]", problem);
       }
     }
   }
@@ -344,9 +360,13 @@ Trace parse_trace(std::string_view text, const std::string& file) {
                        file, -1, "otherData.chanflow_trace");
     }
     if (auto d = other->find("dropped_events"); d != other->end()) {
-      if (!d->is_number_integer()) {
-        throw TraceError(file + ": field 'otherData.dropped_events' is not an integer", file, -1,
-                         "otherData.dropped_events");
+      // A count: a non-negative int64.
+      const char* problem = int64_problem(*d);
+      if (problem == nullptr && d->get<int64_t>() < 0) problem = "is negative";
+      if (problem != nullptr) {
+        throw TraceError(file + ": field 'otherData.dropped_events' " + problem +
+                             (d->is_number() ? " (" + d->dump() + ")" : ""),
+                         file, -1, "otherData.dropped_events");
       }
       t.dropped_events = d->get<int64_t>();
     }

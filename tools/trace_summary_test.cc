@@ -537,6 +537,13 @@ TEST(TraceSummary, BadInputsNameFileEventAndField) {
       {R"({"ph":"X","cat":"node","ts":0,"dur":1,"pid":1,"tid":1,"args":{"node":1,"inputs":[],"run":"r"}})",
        0, "args.run"},
       {R"({"ph":"X","ts":0,"dur":-1,"pid":1,"tid":1})", 0, "dur"},
+      {R"({"ph":"X","cat":"node","ts":0,"dur":1,"pid":1,"tid":1,"args":{"node":1,"inputs":[],"run":-1}})",
+       0, "args.run"},
+      {R"({"ph":"X","cat":"node","ts":0,"dur":1,"pid":1,"tid":1,)"
+       R"("args":{"node":1,"inputs":[18446744073709551615]}})",
+       0, "args.inputs[0]"},
+      {R"({"ph":"X","cat":"run","ts":0,"dur":1,"pid":1,"tid":1,"args":{"g":9223372036854775808,"end":"exit"}})",
+       0, "args.g"},
       {R"({"ph":"X","cat":"wait","name":"blocked","ts":0,"dur":1,"pid":1,"args":{"wait":{}}})", 0,
        "tid"},
       {R"({"ph":"X","cat":"wait","name":"blocked","ts":0,"dur":1,"pid":1,"tid":2,"args":{}})", 0,
@@ -565,6 +572,44 @@ TEST(TraceSummary, BadInputsNameFileEventAndField) {
               std::string::npos)
         << e.what();
   }
+  // Hostile numbers: a count that is negative or past int64 (it printed
+  // "--9,223,372,036,854,775,808 dropped"), an id past int64 (it wrapped to -1).
+  struct FileCase {
+    const char* file;
+    int64_t index;
+    const char* field;
+    const char* text;
+  };
+  const FileCase files[] = {
+      {"dropped_negative.json", -1, "otherData.dropped_events",
+       "dropped_negative.json: field 'otherData.dropped_events' is negative "
+       "(-9223372036854775808)"},
+      {"dropped_past_int64.json", -1, "otherData.dropped_events",
+       "dropped_past_int64.json: field 'otherData.dropped_events' is out of range (above 2^63 - "
+       "1) (18446744073709551615)"},
+      {"pid_past_int64.json", 0, "pid",
+       "pid_past_int64.json: event 0 (ph X, cat run): field 'pid' is out of range"},
+  };
+  for (const FileCase& c : files) {
+    try {
+      (void)summarize(read_trace(fixture(c.file)));
+      ADD_FAILURE() << c.file << " was accepted";
+    } catch (const TraceError& e) {
+      EXPECT_EQ(e.event_index(), c.index) << c.file;
+      EXPECT_EQ(e.field(), c.field) << c.file;
+      EXPECT_NE(std::string(e.what()).find(c.text), std::string::npos) << e.what();
+    }
+  }
+  for (const char* count : {"-1", "1.5", "\"7\"", "9223372036854775808"}) {
+    const std::string text = std::string(R"({"traceEvents":[],"otherData":{"chanflow_trace":1,)") +
+                             R"("dropped_events":)" + count + "}}";
+    EXPECT_EQ(parse_error(text).field(), "otherData.dropped_events") << count;
+  }
+  EXPECT_EQ(parse_trace(R"({"traceEvents":[],"otherData":{"chanflow_trace":1,)"
+                        R"("dropped_events":9223372036854775807}})",
+                        "max.json")
+                .dropped_events,
+            INT64_MAX);
   try {
     read_trace(fixture("producer_consumer.json"), 100);
     ADD_FAILURE() << "a file past --max-trace-size was read";
