@@ -5,7 +5,11 @@
 // The run is stopped by --timeout (status 124, as coreutils' timeout) and by SIGINT/SIGTERM
 // (status 130/143 after it wrote the trace; a second signal exits at once): both cancel the run's
 // Context, and the message names what was still running.
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -44,6 +48,55 @@ std::string still_running(const std::exception& e) {
   return at == std::string::npos ? m : m.substr(at);
 }
 
+// What a file of status `st` is, for "... is in the way" ("a regular file", "a character device").
+const char* file_kind(const std::filesystem::file_status& st) {
+  namespace fs = std::filesystem;
+  switch (st.type()) {
+    case fs::file_type::regular:
+      return "a regular file";
+    case fs::file_type::character:
+      return "a character device";
+    case fs::file_type::block:
+      return "a block device";
+    case fs::file_type::fifo:
+      return "a FIFO";
+    case fs::file_type::socket:
+      return "a socket";
+    default:
+      return "a file that is not a directory";
+  }
+}
+
+// Makes --out's directory and its parents (as mkdir -p), before the run: a path that cannot be a
+// directory is the user's mistake, reported as an Error naming the path and why before any work
+// is done — a file in the way (/dev/null), a path under a file, no permission to create it or to
+// write in it.
+void make_out_dir(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  for (fs::path at = dir; !at.empty(); at = at.parent_path()) {
+    const fs::file_status st = fs::status(at, ec);
+    if (fs::is_directory(st)) break;
+    if (fs::exists(st)) {
+      if (at == fs::path(dir)) {
+        CHANFLOW_THROW(Error) << "--out '" << dir << "': not a directory (" << file_kind(st)
+                              << " is in the way)";
+      }
+      CHANFLOW_THROW(Error) << "--out '" << dir << "': cannot create the directory: '"
+                            << at.string() << "' is " << file_kind(st) << ", not a directory";
+    }
+    if (at == at.parent_path()) break;
+  }
+  fs::create_directories(dir, ec);
+  if (ec) {
+    CHANFLOW_THROW(Error) << "--out '" << dir << "': cannot create the directory: " << ec.message();
+  }
+  if (::access(dir.c_str(), W_OK | X_OK) != 0) {
+    CHANFLOW_THROW(Error) << "--out '" << dir
+                          << "': cannot write in the directory: " << std::strerror(errno);
+  }
+}
+
 int run_command(const RunArgs& a) {
   Program p = load_program(a.file, a.max_program_bytes);
   std::map<std::string, Tensor> feed;
@@ -54,6 +107,7 @@ int run_command(const RunArgs& a) {
     }
     feed[f.substr(0, eq)] = load_npy(f.substr(eq + 1));
   }
+  if (!a.out_dir.empty()) make_out_dir(a.out_dir);
   ExecutorOptions opts;
   opts.workers = a.workers;
   opts.max_threads = a.max_threads;
@@ -104,7 +158,6 @@ int run_command(const RunArgs& a) {
     return 128 + on_signal.signal();
   }
   if (!a.out_dir.empty()) {
-    std::filesystem::create_directories(a.out_dir);
     for (const auto& [name, t] : out) {
       std::string safe = name;
       for (char& c : safe) {

