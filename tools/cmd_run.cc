@@ -1,6 +1,6 @@
 // cmd_run.cc — `chanflow run FILE [--feed NAME=FILE.npy]... [--fetch NAME]... [--out DIR]
 // [--trace OUT.json] [--trace-limit N] [--workers N] [--timeout DURATION] [--max-threads N]
-// [--max-memory SIZE] [--max-program-size SIZE]`.
+// [--max-memory SIZE] [--max-program-size SIZE] [--max-feed-size SIZE]`.
 //
 // The run is stopped by --timeout (status 124, as coreutils' timeout) and by SIGINT/SIGTERM
 // (status 130/143 after it wrote the trace; a second signal exits at once): both cancel the run's
@@ -37,6 +37,7 @@ struct RunArgs {
   std::string timeout;
   int workers = 0;
   std::uint64_t max_program_bytes = 0;
+  std::uint64_t max_feed_bytes = kDefaultMaxNpyBytes;
   int64_t max_threads = ExecutorOptions{}.max_threads;
   int64_t max_memory_bytes = ExecutorOptions{}.max_memory_bytes;
 };
@@ -105,7 +106,7 @@ int run_command(const RunArgs& a) {
     if (eq == std::string::npos || eq == 0 || eq + 1 == f.size()) {
       CHANFLOW_THROW(Error) << "--feed '" << f << "': expected NAME=FILE.npy";
     }
-    feed[f.substr(0, eq)] = load_npy(f.substr(eq + 1));
+    feed[f.substr(0, eq)] = load_npy(f.substr(eq + 1), a.max_feed_bytes);
   }
   if (!a.out_dir.empty()) make_out_dir(a.out_dir);
   ExecutorOptions opts;
@@ -221,6 +222,10 @@ void add_run_command(CLI::App& app, std::function<int()>& run) {
                   "physical memory; 0: unlimited)")
       ->transform(CLI::AsSizeValue(/*kb_is_1000=*/false));
   add_program_size_option(cmd, a->max_program_bytes);
+  cmd->add_option("--max-feed-size", a->max_feed_bytes,
+                  "refuse a --feed file whose header declares more than SIZE bytes (K/M/G "
+                  "suffixes; default 4G)")
+      ->transform(CLI::AsSizeValue(/*kb_is_1000=*/false));
   cmd->callback([&run, a] { run = [a] { return run_command(*a); }; });
 }
 

@@ -4,11 +4,14 @@
 // truncated or hostile file yields an Error, never an over-read (fuzzed by fuzz/tensor/).
 #include "chanflow/tensor/npy.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -191,80 +194,192 @@ uint32_t read_le(const unsigned char* p, int n) {
 
 }  // namespace
 
-Tensor parse_npy(const void* data, size_t size, std::string_view name) {
-  const auto* bytes = static_cast<const unsigned char*>(data);
+namespace {
+
+// What a .npy header declares: the element type, the shape, where the data starts and its size.
+struct Layout {
+  Descr descr;
+  bool fortran = false;
+  Shape shape;
+  int64_t numel = 0;
+  size_t data_start = 0;  // bytes before the data: magic, version, header length, header
+  uint64_t data_bytes = 0;
+};
+
+// The bytes of the magic, version and header length: 8, then 2 (version 1) or 4 (2 and 3).
+// Needs the first 8 bytes; throws Error for a bad magic string or version.
+size_t prefix_size(const unsigned char* bytes, size_t size, std::string_view name) {
   if (size < kMagicLen + 2 || std::memcmp(bytes, kMagic, kMagicLen) != 0) {
     corrupt(name, "not a .npy file (bad magic string)");
   }
   const int major = bytes[6];
   const int minor = bytes[7];
-  size_t len_bytes;
-  if (major == 1) {
-    len_bytes = 2;
-  } else if (major == 2 || major == 3) {
-    len_bytes = 4;
-  } else {
-    corrupt(name,
-            "unsupported format version " + std::to_string(major) + "." + std::to_string(minor));
-  }
-  if (size < 8 + len_bytes) corrupt(name, "truncated before the header length");
-  const size_t header_len = read_le(bytes + 8, static_cast<int>(len_bytes));
-  const size_t header_start = 8 + len_bytes;
+  if (major == 1) return 10;
+  if (major == 2 || major == 3) return 12;
+  corrupt(name,
+          "unsupported format version " + std::to_string(major) + "." + std::to_string(minor));
+}
+
+// The length of the header that follows the prefix (which bytes[0, size) must hold).
+size_t header_length(const unsigned char* bytes, size_t size, std::string_view name) {
+  const size_t prefix = prefix_size(bytes, size, name);
+  if (size < prefix) corrupt(name, "truncated before the header length");
+  return read_le(bytes + 8, static_cast<int>(prefix - 8));
+}
+
+// The layout declared by the prefix and header in bytes[0, size) (the data may follow or not).
+Layout parse_layout(const unsigned char* bytes, size_t size, std::string_view name) {
+  const size_t header_len = header_length(bytes, size, name);
+  const size_t header_start = prefix_size(bytes, size, name);
   if (header_len > size - header_start) {
     corrupt(name, "truncated header (needs " + std::to_string(header_len) + " bytes, file has " +
                       std::to_string(size - header_start) + ")");
   }
   const std::string_view header(reinterpret_cast<const char*>(bytes + header_start), header_len);
   std::string descr;
-  bool fortran = false;
-  Shape shape;
-  HeaderParser(header, name).parse(&descr, &fortran, &shape);
-  const Descr d = parse_descr(descr, name);
-
-  int64_t numel;
+  Layout l;
+  HeaderParser(header, name).parse(&descr, &l.fortran, &l.shape);
+  l.descr = parse_descr(descr, name);
   try {
-    numel = shape_numel(shape);
+    l.numel = shape_numel(l.shape);
   } catch (const ShapeError&) {
-    corrupt(name, "shape " + shape_to_string(shape) + " is too large");
+    corrupt(name, "shape " + shape_to_string(l.shape) + " is too large");
   }
-  const int64_t item = dtype_size(d.dtype);
-  const size_t data_start = header_start + header_len;
-  const size_t available = size - data_start;
-  if (numel > 0 && static_cast<uint64_t>(numel) > available / static_cast<uint64_t>(item)) {
-    corrupt(name, "truncated data: shape " + shape_to_string(shape) + " of " +
-                      std::string(dtype_name(d.dtype)) + " needs " +
-                      std::to_string(static_cast<unsigned long long>(numel) *
-                                     static_cast<unsigned long long>(item)) +
-                      " bytes, " + std::to_string(available) + " present");
+  const auto item = static_cast<uint64_t>(dtype_size(l.descr.dtype));
+  if (__builtin_mul_overflow(static_cast<uint64_t>(l.numel), item, &l.data_bytes) ||
+      l.data_bytes > static_cast<uint64_t>(INT64_MAX)) {
+    corrupt(name, "shape " + shape_to_string(l.shape) + " is too large");
   }
-  // Fortran order: the bytes are the C-order data of the reversed shape.
-  Shape storage_shape = shape;
-  if (fortran) std::reverse(storage_shape.begin(), storage_shape.end());
-  Tensor t = Tensor::empty(storage_shape, d.dtype);
-  if (numel > 0) {
+  l.data_start = header_start + header_len;
+  return l;
+}
+
+// "truncated data: shape (99,) of float64 needs 792 bytes, 80 present".
+[[noreturn]] void truncated_data(std::string_view name, const Layout& l, uint64_t present) {
+  corrupt(name, "truncated data: shape " + shape_to_string(l.shape) + " of " +
+                    std::string(dtype_name(l.descr.dtype)) + " needs " +
+                    std::to_string(l.data_bytes) + " bytes, " + std::to_string(present) +
+                    " present");
+}
+
+// "... bytes after the data": a file holds one array, exactly as long as its header says.
+[[noreturn]] void trailing_data(std::string_view name, const Layout& l, const std::string& extra) {
+  corrupt(name, extra + " after the data that the header declares (shape " +
+                    shape_to_string(l.shape) + " of " + std::string(dtype_name(l.descr.dtype)) +
+                    ", " + std::to_string(l.data_bytes) +
+                    " bytes): a .npy file holds one array and nothing after it");
+}
+
+// An uninitialised tensor for `l`'s data bytes, as they are stored (C order of the reversed shape
+// for Fortran order).
+Tensor storage_for(const Layout& l) {
+  Shape storage_shape = l.shape;
+  if (l.fortran) std::reverse(storage_shape.begin(), storage_shape.end());
+  return Tensor::empty(storage_shape, l.descr.dtype);
+}
+
+// `t` (from storage_for) holding the file's data bytes, as the tensor the file means: byte order
+// swapped to native, bools made 0 or 1, Fortran order made C-contiguous.
+Tensor finish(const Layout& l, Tensor t) {
+  const int64_t item = dtype_size(l.descr.dtype);
+  if (l.numel > 0) {
     auto* dst = static_cast<unsigned char*>(t->raw_data());
-    std::memcpy(dst, bytes + data_start, static_cast<size_t>(numel * item));
-    if (d.swap) {
-      for (int64_t i = 0; i < numel; ++i) std::reverse(dst + i * item, dst + (i + 1) * item);
+    if (l.descr.swap) {
+      for (int64_t i = 0; i < l.numel; ++i) std::reverse(dst + i * item, dst + (i + 1) * item);
     }
-    if (d.dtype == DType::kBool) {  // only 0 and 1 are valid bools
-      for (int64_t i = 0; i < numel; ++i) dst[i] = dst[i] != 0 ? 1 : 0;
+    if (l.descr.dtype == DType::kBool) {  // only 0 and 1 are valid bools
+      for (int64_t i = 0; i < l.numel; ++i) dst[i] = dst[i] != 0 ? 1 : 0;
     }
   }
-  if (fortran) t = numel == 0 ? Tensor::empty(shape, d.dtype) : t.transpose().clone();
+  if (l.fortran) t = l.numel == 0 ? Tensor::empty(l.shape, l.descr.dtype) : t.transpose().clone();
   return t;
 }
 
-Tensor load_npy(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+// Reads up to `n` bytes of `fd` into `out`; returns how many (fewer only at the end of the file).
+size_t read_fully(int fd, void* out, size_t n, const std::string& path) {
+  size_t got = 0;
+  while (got < n) {
+    const ssize_t r = ::read(fd, static_cast<char*>(out) + got, std::min<size_t>(n - got, 1 << 30));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0)
+      CHANFLOW_THROW(Error) << "load_npy: error reading '" << path << "': " << std::strerror(errno);
+    if (r == 0) break;
+    got += static_cast<size_t>(r);
+  }
+  return got;
+}
+
+struct FdCloser {
+  int fd;
+  ~FdCloser() { ::close(fd); }
+};
+
+}  // namespace
+
+Tensor parse_npy(const void* data, size_t size, std::string_view name) {
+  const auto* bytes = static_cast<const unsigned char*>(data);
+  const Layout l = parse_layout(bytes, size, name);
+  const uint64_t available = size - l.data_start;
+  if (l.data_bytes > available) truncated_data(name, l, available);
+  if (l.data_bytes < available) {
+    trailing_data(name, l, std::to_string(available - l.data_bytes) + " bytes");
+  }
+  Tensor t = storage_for(l);
+  if (l.data_bytes > 0) std::memcpy(t->raw_data(), bytes + l.data_start, l.data_bytes);
+  return finish(l, std::move(t));
+}
+
+Tensor load_npy(const std::string& path, std::uint64_t max_bytes) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
     CHANFLOW_THROW(Error) << "load_npy: cannot open '" << path << "': " << std::strerror(errno);
   }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) CHANFLOW_THROW(Error) << "load_npy: error reading '" << path << "'";
-  const std::string bytes = ss.str();
-  return parse_npy(bytes.data(), bytes.size(), path);
+  const FdCloser closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    CHANFLOW_THROW(Error) << "load_npy: cannot stat '" << path << "': " << std::strerror(errno);
+  }
+  if (S_ISDIR(st.st_mode)) corrupt(path, "is a directory, not a .npy file");
+  // Regular files have a size to check the header against before anything is allocated; other
+  // files (a pipe, a FIFO, a device such as /dev/zero) are read as a stream: the header first
+  // (its magic checked on the first 8 bytes), then only the data it declares, then one byte more
+  // to see that the stream ends there.
+  const bool regular = S_ISREG(st.st_mode);
+  unsigned char prefix[12];
+  size_t got = read_fully(fd, prefix, 8, path);
+  const size_t prefix_len = prefix_size(prefix, got, path);
+  got += read_fully(fd, prefix + got, prefix_len - got, path);
+  const size_t header_len = header_length(prefix, got, path);
+  if (header_len > kMaxNpyHeaderBytes) {
+    corrupt(path, "header of " + std::to_string(header_len) + " bytes (at most " +
+                      std::to_string(kMaxNpyHeaderBytes) + " are read)");
+  }
+  std::string head(reinterpret_cast<const char*>(prefix), prefix_len);
+  head.resize(prefix_len + header_len);
+  got = read_fully(fd, head.data() + prefix_len, header_len, path);
+  head.resize(prefix_len + got);
+  const Layout l =
+      parse_layout(reinterpret_cast<const unsigned char*>(head.data()), head.size(), path);
+  if (regular) {
+    const auto file_size = static_cast<uint64_t>(st.st_size);
+    if (file_size < l.data_start + l.data_bytes) truncated_data(path, l, file_size - l.data_start);
+    if (file_size > l.data_start + l.data_bytes) {
+      trailing_data(path, l, std::to_string(file_size - l.data_start - l.data_bytes) + " bytes");
+    }
+  }
+  if (l.data_bytes > max_bytes || l.data_start > max_bytes - l.data_bytes) {
+    throw LimitError(
+        path + ": the .npy file declares " + std::to_string(l.data_start + l.data_bytes) +
+            " bytes (header and data), more than the limit of " + std::to_string(max_bytes) +
+            " bytes (max_bytes; `chanflow` sets it with --max-feed-size)",
+        "max_bytes");
+  }
+  Tensor t = storage_for(l);
+  got = l.data_bytes == 0 ? 0 : read_fully(fd, t->raw_data(), l.data_bytes, path);
+  if (got < l.data_bytes) truncated_data(path, l, got);
+  unsigned char extra = 0;
+  if (read_fully(fd, &extra, 1, path) != 0) trailing_data(path, l, "more bytes");
+  return finish(l, std::move(t));
 }
 
 std::string serialize_npy(const Tensor& t) {

@@ -295,6 +295,7 @@ write("npy/huge_shape.npy", npy("{'descr': '<i8', 'fortran_order': False, 'shape
 write("npy/shape_2p40.npy", npy("{'descr': '<i8', 'fortran_order': False, 'shape': (1099511627776,), }", DATA))
 write("npy/negative_shape.npy", npy("{'descr': '<i8', 'fortran_order': False, 'shape': (-3,), }", DATA))
 write("npy/truncated_data.npy", npy(I8, DATA[:20]))
+write("npy/trailing_data.npy", npy(I8, DATA + b"\x00" * 8))
 write("npy/object_dtype.npy", npy("{'descr': '|O', 'fortran_order': False, 'shape': (3,), }", DATA))
 write("npy/complex_dtype.npy", npy("{'descr': '<c16', 'fortran_order': False, 'shape': (3,), }", DATA * 2))
 write("npy/float32_into_int64.npy",

@@ -1,7 +1,14 @@
 // Unit tests of the tensor layer: the object and its DLPack header, creation, views, copy on
 // write, float16, printing, errors, .npy files, DLPack ownership, random tensors, BLAS policy and
 // chunked kernels. Kernel values are checked against NumPy in numpy_oracle_test.cc.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <thread>
 
 #include <cmath>
 #include <cstdio>
@@ -379,6 +386,112 @@ TEST(Npy, CorruptInputNeverOverReads) {
   EXPECT_THROW((void)cf::load_npy(temp_path("does_not_exist.npy")), cf::Error);
   EXPECT_THROW(cf::save_npy(Tensor::zeros({1}, DType::kFloat32), "/nonexistent/dir/x.npy"),
                cf::Error);
+}
+
+void write_file(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+// A .npy header (format 1.0) declaring `shape_text` of int64, without data.
+std::string npy_header(const std::string& shape_text) {
+  const std::string dict =
+      "{'descr': '<i8', 'fortran_order': False, 'shape': " + shape_text + ", }\n";
+  std::string bytes("\x93NUMPY\x01\x00", 8);
+  bytes += static_cast<char>(dict.size() & 0xFF);
+  bytes += static_cast<char>(dict.size() >> 8);
+  return bytes + dict;
+}
+
+// Feeds `bytes` to load_npy through a FIFO (a stream without a size) and returns its error text,
+// or "" when it loaded. The writer closes its end after writing.
+std::string load_through_fifo(const std::string& bytes, std::uint64_t max_bytes) {
+  const std::string path = temp_path("feed.fifo");
+  std::remove(path.c_str());
+  EXPECT_EQ(::mkfifo(path.c_str(), 0600), 0) << std::strerror(errno);
+  std::thread writer([&] {
+    const int fd = ::open(path.c_str(), O_WRONLY);
+    size_t at = 0;
+    while (at < bytes.size()) {
+      const ssize_t w = ::write(fd, bytes.data() + at, bytes.size() - at);
+      if (w <= 0) break;  // the reader stopped reading (EPIPE, SIGPIPE ignored)
+      at += static_cast<size_t>(w);
+    }
+    ::close(fd);
+  });
+  std::string error;
+  try {
+    (void)cf::load_npy(path, max_bytes);
+  } catch (const cf::Error& e) {
+    error = e.what();
+  }
+  writer.join();
+  std::remove(path.c_str());
+  return error;
+}
+
+// load_npy reads the header first and then only the data it declares: a file that is not .npy
+// (/dev/zero, a large text file) costs its first 8 bytes; a directory is refused by name; a file
+// whose data is longer or shorter than declared is an Error naming it; the size bound is a
+// LimitError before any data is allocated. (It read the whole file into memory first: /dev/zero
+// took the machine's memory, then std::bad_alloc.)
+TEST(Npy, LoadReadsOnlyWhatTheHeaderDeclares) {
+  std::signal(SIGPIPE, SIG_IGN);
+  const std::string good = cf::serialize_npy(Tensor::arange(3, DType::kInt64));
+  std::string m = error_of<cf::Error>([] { (void)cf::load_npy("/dev/zero"); });
+  EXPECT_NE(m.find("'/dev/zero': not a .npy file (bad magic string)"), std::string::npos) << m;
+  m = error_of<cf::Error>([] { (void)cf::load_npy(testing::TempDir()); });
+  EXPECT_NE(m.find("is a directory, not a .npy file"), std::string::npos) << m;
+
+  const std::string longer = temp_path("longer.npy");
+  write_file(longer, good + "extra");
+  m = error_of<cf::Error>([&] { (void)cf::load_npy(longer); });
+  EXPECT_NE(m.find(longer + "': 5 bytes after the data that the header declares (shape (3,) of "
+                            "int64, 24 bytes)"),
+            std::string::npos)
+      << m;
+  m = error_of<cf::Error>([&] { (void)cf::parse_npy((good + "x").data(), good.size() + 1, "m"); });
+  EXPECT_NE(m.find("'m': 1 bytes after the data"), std::string::npos) << m;
+  const std::string shorter = temp_path("shorter.npy");
+  write_file(shorter, good.substr(0, good.size() - 1));
+  m = error_of<cf::Error>([&] { (void)cf::load_npy(shorter); });
+  EXPECT_NE(m.find(shorter + "': truncated data: shape (3,) of int64 needs 24 bytes, 23 present"),
+            std::string::npos)
+      << m;
+  // The bound: the header's promise decides, before the data is read.
+  const std::string ok = temp_path("ok.npy");
+  write_file(ok, good);
+  EXPECT_EQ(cf::load_npy(ok, good.size()).numel(), 3);
+  try {
+    (void)cf::load_npy(ok, good.size() - 1);
+    ADD_FAILURE() << "a file past max_bytes was read";
+  } catch (const cf::LimitError& e) {
+    EXPECT_EQ(e.limit(), "max_bytes");
+    EXPECT_NE(
+        std::string(e.what()).find(ok + ": the .npy file declares " + std::to_string(good.size()) +
+                                   " bytes (header and data), more than the limit of " +
+                                   std::to_string(good.size() - 1) + " bytes"),
+        std::string::npos)
+        << e.what();
+  }
+  for (const std::string& path : {longer, shorter, ok}) std::remove(path.c_str());
+
+  // Streams: no size to check up front.
+  EXPECT_EQ(load_through_fifo(good, cf::kDefaultMaxNpyBytes), "");
+  m = load_through_fifo(good + "more", cf::kDefaultMaxNpyBytes);
+  EXPECT_NE(m.find("more bytes after the data that the header declares"), std::string::npos) << m;
+  m = load_through_fifo(good.substr(0, good.size() - 8), cf::kDefaultMaxNpyBytes);
+  EXPECT_NE(m.find("truncated data: shape (3,) of int64 needs 24 bytes, 16 present"),
+            std::string::npos)
+      << m;
+  // A header promising 8 TiB on a stream: refused by the bound, nothing allocated.
+  m = load_through_fifo(npy_header("(1099511627776,)") + std::string(4096, '\0'),
+                        cf::kDefaultMaxNpyBytes);
+  EXPECT_NE(m.find("declares 8796093022288 bytes (header and data), more than the limit of "
+                   "4294967296 bytes (max_bytes; `chanflow` sets it with --max-feed-size)"),
+            std::string::npos)
+      << m;
+  m = load_through_fifo(std::string(1 << 16, 'x'), cf::kDefaultMaxNpyBytes);
+  EXPECT_NE(m.find("not a .npy file (bad magic string)"), std::string::npos) << m;
 }
 
 // Regression (found by the .npy fuzzer): an empty Fortran-order array of a huge shape. Its

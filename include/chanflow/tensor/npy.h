@@ -21,10 +21,25 @@
 
 namespace chanflow {
 
-// Reads a .npy file. Throws Error (file missing, truncated, corrupt) or TypeError (dtype).
-CHANFLOW_API Tensor load_npy(const std::string& path);
+// The most bytes (header and data) load_npy reads from one file by default: 4 GiB.
+inline constexpr std::uint64_t kDefaultMaxNpyBytes = std::uint64_t{1} << 32;
+// The longest header load_npy reads: 1 MiB (NumPy's own headers are a few hundred bytes; a header
+// holds the dtype, the order and at most 64 extents).
+inline constexpr std::size_t kMaxNpyHeaderBytes = std::size_t{1} << 20;
+
+// Reads a .npy file: its magic and header first, then only the data the header declares, read
+// straight into the tensor. Throws Error naming the file when it is missing, a directory, not a
+// .npy file, corrupt, or when its data is shorter or longer than the header declares (a file
+// holds one array and nothing after it); TypeError for an unsupported dtype; LimitError (limit
+// "max_bytes") when the header declares more than `max_bytes` bytes of header and data, before
+// anything is allocated. A regular file's size is checked against the header before the data is
+// read; any other file (a pipe, a FIFO, a device such as /dev/zero) is read as a stream, never
+// more than the header (at most kMaxNpyHeaderBytes) and the data it declares plus one byte.
+CHANFLOW_API Tensor load_npy(const std::string& path,
+                             std::uint64_t max_bytes = kDefaultMaxNpyBytes);
 // Parses .npy bytes held in memory; `name` is used in error messages. Never reads outside
-// [data, data + size).
+// [data, data + size). As load_npy, the bytes must be exactly one array: Error when the data is
+// shorter or longer than the header declares.
 CHANFLOW_API Tensor parse_npy(const void* data, size_t size, std::string_view name = "<memory>");
 // Writes `t` (any strides) as a C-order little-endian .npy file, replacing `path`.
 // Throws Error when the file cannot be written.
