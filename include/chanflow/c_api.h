@@ -21,9 +21,10 @@
 //   it with chanflow_object_release. Handles passed in are borrowed (the callee retains what it
 //   keeps). NULL stands for a null object where a function says so (arguments of a call, results
 //   of a call); elsewhere a NULL handle is an error ("TypeError: ... is a null handle"). A handle
-//   is checked before use (alignment, a registered type, a positive reference count), which
-//   catches most pointers that are not handles; a handle used after its last release is, as
-//   free() in C, undefined behaviour that the check can miss.
+//   is checked before use (not in the first page, such as (void*)0x10; on x86-64 a user-space
+//   address; alignment; a registered type; a positive reference count), which catches most
+//   pointers that are not handles; a handle used after its last release, or any other pointer to
+//   memory that is not mapped, is, as free() in C, undefined behaviour that the check can miss.
 // - Threads: every function may be called from any thread, concurrently. The last error is per
 //   OS thread.
 // - Strings: `const char*` inputs are NUL-terminated UTF-8 unless a size is given.
@@ -56,7 +57,11 @@ CHANFLOW_API void chanflow_set_last_error(const char* text);
 
 // ---- objects ----
 
-// Adds a reference to `obj`: each retain is balanced by one release.
+// Adds a reference to `obj`: each retain is balanced by one release. Refused (-1,
+// "LimitError: chanflow_object_retain: obj already has 1073741824 references, ...") when the
+// object already has 2^30 references, so that the 32-bit count can never wrap; the object is
+// unchanged and stays usable. A function that returns a handle to an existing object
+// (chanflow_func_get, a call returning one of its arguments) is refused the same way.
 CHANFLOW_API int chanflow_object_retain(chanflow_object_t obj);
 
 // Drops the reference `obj` owns; the object is destroyed when its last reference goes. NULL is

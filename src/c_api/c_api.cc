@@ -10,6 +10,8 @@
 // another worker, and an address computed before the park would be the old worker's.
 #include "chanflow/c_api.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
@@ -166,11 +168,33 @@ const char* string_param(const char* s, const char* function, const char* name) 
   return s;
 }
 
+// The end of the first page: no object lives below it (the kernel maps nothing there), and a
+// small integer or a field of a NULL struct passed as a handle points into it.
+uintptr_t first_page_end() noexcept {
+  static const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  return page;
+}
+
 // Why `handle` cannot be a live object (for the message "<name> <problem>"), or nullptr when it
-// can: not NULL, aligned, of a registered type, with a positive count.
+// can: not NULL, not in the first page, a user-space address (x86-64), aligned, of a registered
+// type, with a positive count. The header is read only after the address checks.
 const char* handle_problem(chanflow_object_t handle) noexcept {
   if (handle == nullptr) return "is a null handle";
-  if (reinterpret_cast<uintptr_t>(handle) % alignof(Object) != 0) {
+  const auto addr = reinterpret_cast<uintptr_t>(handle);
+  if (addr < first_page_end()) {
+    return "is not a chanflow object handle (a pointer into the first page)";
+  }
+#if defined(__x86_64__)
+  // User space ends below 2^47 (4-level paging) or 2^56 (5-level): above is the kernel's half or
+  // no address at all, and reading it faults.
+  if (addr >= (uintptr_t{1} << 56)) {
+    return "is not a chanflow object handle (not a user-space address)";
+  }
+#endif
+  if (addr > UINTPTR_MAX - sizeof(Object)) {
+    return "is not a chanflow object handle (not a user-space address)";
+  }
+  if (addr % alignof(Object) != 0) {
     return "is not a chanflow object handle (misaligned pointer)";
   }
   const auto* obj = reinterpret_cast<const Object*>(handle);
@@ -205,8 +229,30 @@ const T* checked_as(chanflow_object_t handle, const char* function, const char* 
   return static_cast<const T*>(obj);
 }
 
-chanflow_object_t to_handle(ObjectRef ref) noexcept {
-  return reinterpret_cast<chanflow_object_t>(ObjectUnsafe::detach(std::move(ref)));
+// The most references an object may have when C hands out one more (chanflow_object_retain, or a
+// function returning a handle to an existing object): 2^30. Handles cost the caller no memory, so
+// a loop of retains would otherwise wrap the 32-bit count after 2^31 - 1 (the object could then
+// never be used or freed); the 2^30 left above the limit are for C++ references (each one a
+// pointer held somewhere) and for concurrent callers, which may each pass the check at once.
+constexpr int32_t kMaxHandleCount = int32_t{1} << 30;
+
+[[noreturn]] void throw_too_many_references(const char* function, const char* name) {
+  throw LimitError(std::string(function) + ": " + name + " already has " +
+                       std::to_string(kMaxHandleCount) +
+                       " references, the most a C handle's object may have (2^30); release "
+                       "some first",
+                   "references");
+}
+
+// A handle that takes over `ref`'s reference. LimitError (the reference released) when that
+// would give the object more than kMaxHandleCount references.
+chanflow_object_t to_handle(ObjectRef ref, const char* function = "", const char* name = "out") {
+  Object* obj = ObjectUnsafe::detach(std::move(ref));
+  if (obj != nullptr && obj->use_count() > kMaxHandleCount) {
+    ObjectUnsafe::dec_ref(obj);
+    throw_too_many_references(function, name);
+  }
+  return reinterpret_cast<chanflow_object_t>(obj);
 }
 
 // A new reference to a handle's object, as an ObjectRef (the handle keeps its own).
@@ -336,7 +382,13 @@ void chanflow_set_last_error(const char* text) {
 }
 
 int chanflow_object_retain(chanflow_object_t obj) {
-  return guard([&] { cf::ObjectUnsafe::inc_ref(checked(obj, "chanflow_object_retain", "obj")); });
+  return guard([&] {
+    cf::Object* o = checked(obj, "chanflow_object_retain", "obj");
+    if (o->use_count() >= cf::kMaxHandleCount) {
+      cf::throw_too_many_references("chanflow_object_retain", "obj");
+    }
+    cf::ObjectUnsafe::inc_ref(o);
+  });
 }
 
 int chanflow_object_release(chanflow_object_t obj) {
@@ -478,7 +530,7 @@ int chanflow_func_get(const char* name, chanflow_object_t* out) {
   return guard([&] {
     const char* n = string_param(name, "chanflow_func_get", "name");
     out_param(out, "chanflow_func_get", "out");
-    *out = to_handle(cf::require_global_func(n));
+    *out = to_handle(cf::require_global_func(n), "chanflow_func_get", "the function");
   });
 }
 
@@ -494,7 +546,8 @@ int chanflow_func_call(chanflow_object_t func, const chanflow_object_t* args, si
   return guard([&] {
     const auto* f = checked_as<cf::FunctionObj>(func, "chanflow_func_call", "func");
     out_param(out, "chanflow_func_call", "out");
-    *out = to_handle(cf::call_function(f, args, num_args, "chanflow_func_call"));
+    *out = to_handle(cf::call_function(f, args, num_args, "chanflow_func_call"),
+                     "chanflow_func_call", "the result");
   });
 }
 
@@ -504,7 +557,8 @@ int chanflow_func_call_by_name(const char* name, const chanflow_object_t* args, 
     const char* n = string_param(name, "chanflow_func_call_by_name", "name");
     out_param(out, "chanflow_func_call_by_name", "out");
     const cf::Function f = cf::require_global_func(n);
-    *out = to_handle(cf::call_function(f.get(), args, num_args, "chanflow_func_call_by_name"));
+    *out = to_handle(cf::call_function(f.get(), args, num_args, "chanflow_func_call_by_name"),
+                     "chanflow_func_call_by_name", "the result");
   });
 }
 

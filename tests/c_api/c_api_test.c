@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "chanflow/c_api.h"
 
@@ -23,13 +24,12 @@ static int g_failures = 0;
   } while (0)
 
 // A call that must succeed; prints the last error otherwise.
-#define OK(call)                                                                            \
-  do {                                                                                      \
-    if ((call) != 0) {                                                                      \
-      fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call,                  \
-              chanflow_last_error());                                                       \
-      ++g_failures;                                                                         \
-    }                                                                                       \
+#define OK(call)                                                                                   \
+  do {                                                                                             \
+    if ((call) != 0) {                                                                             \
+      fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call, chanflow_last_error()); \
+      ++g_failures;                                                                                \
+    }                                                                                              \
   } while (0)
 
 // A call that must fail with exactly this error text.
@@ -37,8 +37,7 @@ static int g_failures = 0;
 
 static void check_fails(int status, const char* want, const char* what, int line) {
   if (status == 0) {
-    fprintf(stderr, "%s:%d: %s succeeded, expected the error \"%s\"\n", __FILE__, line, what,
-            want);
+    fprintf(stderr, "%s:%d: %s succeeded, expected the error \"%s\"\n", __FILE__, line, what, want);
     ++g_failures;
   } else if (strcmp(chanflow_last_error(), want) != 0) {
     fprintf(stderr, "%s:%d: %s failed with\n  \"%s\"\nexpected\n  \"%s\"\n", __FILE__, line, what,
@@ -405,7 +404,8 @@ static void test_bad_handles_and_arguments(void) {
   int32_t count = 0;
   const char* key = NULL;
 
-  FAILS_WITH(chanflow_object_retain(NULL), "TypeError: chanflow_object_retain: obj is a null handle");
+  FAILS_WITH(chanflow_object_retain(NULL),
+             "TypeError: chanflow_object_retain: obj is a null handle");
   OK(chanflow_object_release(NULL));  // as free(NULL)
   FAILS_WITH(chanflow_object_type_index(NULL, &index),
              "TypeError: chanflow_object_type_index: obj is a null handle");
@@ -458,6 +458,78 @@ static void test_bad_handles_and_arguments(void) {
   CHECK(result == NULL);
   OK(chanflow_object_release(f));
   OK(chanflow_object_release(i));
+}
+
+// White-box: sets an object's reference count, at offset 4 of its 16-byte header (docs/core.md:
+// uint32 type index, then the 32-bit count), so that the limit is reached without 2^30 retains
+// (minutes). Read back through chanflow_object_use_count, so a wrong offset fails the test.
+static void set_use_count(chanflow_object_t obj, int32_t count) {
+  memcpy((char*)obj + 4, &count, sizeof count);
+  int32_t got = 0;
+  OK(chanflow_object_use_count(obj, &got));
+  CHECK(got == count);
+}
+
+// The count cannot wrap: a retain at 2^30 references is refused and leaves the object usable
+// (it wrapped after 2^31 - 1 retains, and the object could then never be used or freed); a
+// function handing out one more handle to such an object is refused the same way.
+static void test_reference_count_limit(void) {
+  const int32_t limit = (int32_t)1 << 30;
+  chanflow_object_t i = NULL;
+  OK(chanflow_int_new(5, &i));
+  set_use_count(i, limit - 1);
+  OK(chanflow_object_retain(i));
+  int32_t count = 0;
+  OK(chanflow_object_use_count(i, &count));
+  CHECK(count == limit);
+  FAILS_WITH(chanflow_object_retain(i),
+             "LimitError: chanflow_object_retain: obj already has 1073741824 references, the most "
+             "a C handle's object may have (2^30); release some first");
+  OK(chanflow_object_use_count(i, &count));
+  CHECK(count == limit);
+  CHECK(int_of(i) == 5);
+  OK(chanflow_object_release(i));
+  OK(chanflow_object_use_count(i, &count));
+  CHECK(count == limit - 1);
+
+  chanflow_object_t f = NULL, got = NULL;
+  OK(chanflow_func_new(c_identity, NULL, NULL, &f));
+  OK(chanflow_func_register("c_test.limit", f, 0));
+  set_use_count(f, limit);
+  FAILS_WITH(chanflow_func_get("c_test.limit", &got),
+             "LimitError: chanflow_func_get: the function already has 1073741824 references, the "
+             "most a C handle's object may have (2^30); release some first");
+  CHECK(got == NULL);
+  OK(chanflow_object_use_count(f, &count));
+  CHECK(count == limit);  // the refused reference was given back
+  set_use_count(f, 2);    // ours and the registry's
+  OK(chanflow_func_remove("c_test.limit", NULL));
+  OK(chanflow_object_release(f));
+  set_use_count(i, 1);
+  OK(chanflow_object_release(i));
+}
+
+// Pointers that cannot be objects are refused before their memory is read (each segfaulted).
+static void test_pointers_that_are_not_handles(void) {
+  const char* first_page =
+      "TypeError: chanflow_object_retain: obj is not a chanflow object handle "
+      "(a pointer into the first page)";
+  FAILS_WITH(chanflow_object_retain((chanflow_object_t)(uintptr_t)0x10), first_page);
+  FAILS_WITH(chanflow_object_retain((chanflow_object_t)(uintptr_t)0x800), first_page);
+  FAILS_WITH(chanflow_object_retain((chanflow_object_t)(uintptr_t)(sysconf(_SC_PAGESIZE) - 16)),
+             first_page);
+  int32_t count = 0;
+  FAILS_WITH(chanflow_object_use_count((chanflow_object_t)(uintptr_t)0x800, &count),
+             "TypeError: chanflow_object_use_count: obj is not a chanflow object handle (a "
+             "pointer into the first page)");
+  const char* not_user =
+      "TypeError: chanflow_object_retain: obj is not a chanflow object handle "
+      "(not a user-space address)";
+  FAILS_WITH(chanflow_object_retain((chanflow_object_t)(uintptr_t)(UINTPTR_MAX - 7)), not_user);
+#if defined(__x86_64__)
+  FAILS_WITH(chanflow_object_retain((chanflow_object_t)(uintptr_t)0xffff800000000000u), not_user);
+  FAILS_WITH(chanflow_object_retain((chanflow_object_t)(uintptr_t)0x0100000000000000u), not_user);
+#endif
 }
 
 static void test_list(void) {
@@ -536,6 +608,8 @@ int main(void) {
   test_c_function_and_ref_counting();
   test_errors_inside_called_functions();
   test_bad_handles_and_arguments();
+  test_reference_count_limit();
+  test_pointers_that_are_not_handles();
   test_list();
   test_concurrent_calls();
   chanflow_set_last_error(NULL);
