@@ -44,21 +44,43 @@ Tensor from_dlpack(DLManagedTensor* m) {
     CHANFLOW_THROW(Error) << "from_dlpack: invalid ndim " << dl.ndim << " or null shape";
   }
   Shape shape(dl.shape, dl.shape + dl.ndim);
-  const int64_t numel = shape_numel(shape);  // ShapeError on negative extents
+  const int64_t numel = shape_numel(shape);  // ShapeError on negative extents and on overflow
   std::vector<int64_t> strides = dl.strides != nullptr
                                      ? std::vector<int64_t>(dl.strides, dl.strides + dl.ndim)
                                      : contiguous_strides(shape);
   const int64_t item = dtype_size(dtype);
-  // The span of elements the view addresses, to size the storage object.
-  int64_t extent = numel > 0 ? 1 : 0;
+  // The span of the view in bytes from its first element (byte_offset + extent * item, which
+  // sizes the storage object) must fit int64: a producer's strides are not trusted, and their
+  // products overflowing would be undefined behaviour and a storage size that is a lie.
+  auto overflow = [&] {
+    CHANFLOW_THROW(ShapeError) << "from_dlpack: shape " << shape_to_string(shape)
+                               << " with strides " << shape_to_string(strides)
+                               << " and byte_offset " << dl.byte_offset
+                               << " spans more bytes than int64 can count";
+  };
+  int64_t extent = numel > 0 ? 1 : 0;  // in elements
   for (int64_t i = 0; i < dl.ndim && numel > 0; ++i) {
-    if (strides[static_cast<size_t>(i)] < 0) {
+    const int64_t stride = strides[static_cast<size_t>(i)];
+    if (stride < 0) {
       CHANFLOW_THROW(Error) << "from_dlpack: negative strides are not supported";
     }
-    extent += (shape[static_cast<size_t>(i)] - 1) * strides[static_cast<size_t>(i)];
+    int64_t span = 0;
+    if (__builtin_mul_overflow(shape[static_cast<size_t>(i)] - 1, stride, &span) ||
+        __builtin_add_overflow(extent, span, &extent)) {
+      overflow();
+    }
+  }
+  int64_t span_bytes = 0;
+  if (dl.byte_offset > static_cast<uint64_t>(INT64_MAX) ||
+      __builtin_mul_overflow(extent, item, &span_bytes) ||
+      __builtin_add_overflow(span_bytes, static_cast<int64_t>(dl.byte_offset), &span_bytes)) {
+    overflow();
   }
   if (numel > 0 && dl.data == nullptr) CHANFLOW_THROW(Error) << "from_dlpack: null data pointer";
-  const auto addr = reinterpret_cast<uintptr_t>(dl.data) + dl.byte_offset;
+  uintptr_t addr = 0;
+  if (__builtin_add_overflow(reinterpret_cast<uintptr_t>(dl.data), dl.byte_offset, &addr)) {
+    overflow();
+  }
   if (addr % static_cast<uintptr_t>(item) != 0) {
     CHANFLOW_THROW(Error) << "from_dlpack: data pointer is not aligned to " << item
                           << " bytes (the element size)";
@@ -66,8 +88,7 @@ Tensor from_dlpack(DLManagedTensor* m) {
   // Every check is done: from here on only std::bad_alloc can be thrown. If allocating the storage
   // node fails, m still belongs to the caller; if the tensor node then fails, the storage already
   // owns m and releases it (the deleter still runs exactly once).
-  auto storage =
-      TensorStorageObj::adopt_dlpack(m, static_cast<int64_t>(dl.byte_offset) + extent * item);
+  auto storage = TensorStorageObj::adopt_dlpack(m, span_bytes);
   return Tensor(make_object<TensorObj>(std::move(storage), dtype, std::move(shape),
                                        std::move(strides), static_cast<int64_t>(dl.byte_offset)));
 }

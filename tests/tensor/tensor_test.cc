@@ -571,6 +571,54 @@ TEST(DLPack, FailedImportDoesNotTakeOwnership) {
   EXPECT_THROW((void)cf::from_dlpack(nullptr), cf::Error);
 }
 
+// A producer's shape, strides and byte_offset are not trusted: a span past int64 (the extent
+// (shape - 1) * stride summed, times the element size, plus the offset) was signed overflow (UB)
+// and a storage size that lied. Each is a ShapeError (negative extents too; negative strides are
+// an Error), and a refused import leaves the tensor to its producer.
+TEST(DLPack, ShapesAndStridesThatOverflowAreRefused) {
+  struct Case {
+    std::vector<int64_t> shape;
+    std::vector<int64_t> strides;  // empty: NULL (C order)
+    uint64_t byte_offset;
+    const char* want;
+  };
+  const Case cases[] = {
+      {{2, 3}, {INT64_MAX, 1}, 0, "spans more bytes than int64 can count"},  // 1 * INT64_MAX * 4
+      {{3, 3}, {INT64_MAX / 2 + 1, 1}, 0, "spans more bytes than int64 can count"},  // 2 * stride
+      {{1LL << 40, 1LL << 40}, {}, 0, "has more elements than int64 can count"},
+      {{1LL << 31, 1LL << 31}, {}, 0, "spans more bytes than int64 can count"},  // 2^62 * 4
+      {{2, 3}, {1LL << 61, 1}, 0, "spans more bytes than int64 can count"},  // 2^61 elements * 4
+      {{2, 3}, {3, 1}, uint64_t{1} << 63, "spans more bytes than int64 can count"},
+      {{2, 3}, {3, 1}, uint64_t(INT64_MAX) - 8, "spans more bytes than int64 can count"},
+      {{2, -3}, {}, 0, "has a negative extent"},
+  };
+  for (const Case& c : cases) {
+    int deletes = 0;
+    DLManagedTensor* m = make_producer(&deletes);
+    std::vector<int64_t> shape = c.shape, strides = c.strides;
+    m->dl_tensor.ndim = static_cast<int32_t>(shape.size());
+    m->dl_tensor.shape = shape.data();
+    m->dl_tensor.strides = strides.empty() ? nullptr : strides.data();
+    m->dl_tensor.byte_offset = c.byte_offset;
+    const std::string what = error_of<cf::ShapeError>([&] { (void)cf::from_dlpack(m); });
+    EXPECT_NE(what.find(c.want), std::string::npos) << what;
+    EXPECT_EQ(deletes, 0) << what;
+    m->deleter(m);
+    EXPECT_EQ(deletes, 1);
+  }
+  // The largest span that fits is accepted (never read: the tensor only records it).
+  int deletes = 0;
+  DLManagedTensor* m = make_producer(&deletes);
+  std::vector<int64_t> strides = {(INT64_MAX / 4 - 2) / 2 / 4 * 4, 1};
+  m->dl_tensor.strides = strides.data();
+  m->dl_tensor.shape[0] = 3;  // extent 2 * stride + 3 elements of 4 bytes: below 2^63
+  {
+    const Tensor t = cf::from_dlpack(m);
+    EXPECT_EQ(t.strides()[0], strides[0]);
+  }
+  EXPECT_EQ(deletes, 1);
+}
+
 TEST(DLPack, ExportRoundTripKeepsPointerAndFreesOnce) {
   const int64_t live_before = cf::live_object_count();
   {
