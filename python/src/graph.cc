@@ -8,7 +8,7 @@
 // A Python Node holds its Graph (a shared handle), so a node keeps its graph's storage alive
 // however the Python objects are dropped. A Python callable used as an op (Graph.apply) is held in
 // a SharedPyObject inside the node's C++ function and always runs through call_with_gil: on the
-// Python-callback thread when a GoMachine's green thread needs it (the green thread parks
+// a Python-callback thread when a GoMachine's green thread needs it (the green thread parks
 // meanwhile), inline on the calling thread under a TapeMachine. Machines run with the GIL
 // released; a run on the main thread is stopped by Ctrl-C and by Python signal handlers that raise
 // (run_interruptibly).
@@ -604,11 +604,6 @@ struct PyOpContext {
   Context ctx;
 };
 
-// How many Python ops this thread is running on behalf of a GoMachine's green thread (so this
-// is the Python-callback thread). A GoMachine run from there whose graph has Python ops would wait
-// forever: its ops need this very thread, busy waiting for them.
-thread_local int t_handed_off_ops = 0;
-
 bool context_done(const Context& ctx) {
   if (ctx.err()) return true;
   const std::optional<Clock::time_point> d = ctx.deadline();
@@ -632,14 +627,8 @@ CustomFn python_op(std::shared_ptr<const PyOp> op) {
   return [op = std::move(op)](std::span<const Tensor> operands, const OpContext& oc) {
     Tensor out;
     const Context ctx = oc.ctx();
-    const bool handed_off = in_green_thread();  // then fn runs on the Python-callback thread
     bool stopped_by_run = false;
     call_with_gil([&] {
-      struct Depth {
-        bool on;
-        explicit Depth(bool o) : on(o) { t_handed_off_ops += on ? 1 : 0; }
-        ~Depth() { t_handed_off_ops -= on ? 1 : 0; }
-      } depth(handed_off);
       py::tuple args(operands.size() + (op->pass_context ? 1 : 0));
       size_t k = 0;
       if (op->pass_context) args[k++] = py::cast(PyOpContext{ctx});
@@ -779,7 +768,6 @@ class PyGoMachine {
       o.scheduler = sched_.get();
     }
     m_ = std::make_unique<GoMachine>(g, o);
-    for (const Node& n : g.nodes()) python_ops_ = python_ops_ || n.op() == OpKind::kCustom;
   }
   // Closing waits for the runners, which may be waiting for the Python-callback thread: the GIL
   // must not be held. The machine goes before the scheduler it runs on.
@@ -793,7 +781,6 @@ class PyGoMachine {
 
   void run(py::handle bindings, py::handle timeout) {
     BusyScope busy(busy_, "GoMachine.run");
-    check_not_nested("run");
     Bindings b = bindings_arg(bindings, graph_, "GoMachine.run");
     const Context ctx = run_context(timeout, "GoMachine.run");
     RunningGraph running(graph_);
@@ -805,7 +792,6 @@ class PyGoMachine {
 
   py::list stream(py::handle items, py::handle outputs, py::handle timeout) {
     BusyScope busy(busy_, "GoMachine.stream");
-    check_not_nested("stream");
     std::vector<Bindings> in = items_arg(items, graph_, "GoMachine.stream");
     const std::vector<Node> outs = outputs_arg(outputs, graph_, "GoMachine.stream");
     const Context ctx = run_context(timeout, "GoMachine.stream");
@@ -838,20 +824,10 @@ class PyGoMachine {
   }
 
  private:
-  void check_not_nested(const char* what) const {
-    if (python_ops_ && t_handed_off_ops > 0) {
-      throw Error(std::string("GoMachine.") + what +
-                  ": called inside a Python op that a GoMachine runs, for a graph with Python "
-                  "ops: they would wait forever for the thread this op holds (run it with a "
-                  "TapeMachine, or outside the op)");
-    }
-  }
-
   Graph graph_;
   std::unique_ptr<Scheduler> sched_;
   std::unique_ptr<GoMachine> m_;
-  bool python_ops_ = false;  // the graph has Python ops (custom nodes: only Graph.apply makes them)
-  bool busy_ = false;        // guarded by the GIL
+  bool busy_ = false;  // guarded by the GIL
 };
 
 class PyTapeMachine {
@@ -1072,8 +1048,8 @@ void bind_graph(py::module_& m) {
           "them without copying); fn returns an array of the declared shape and dtype (a "
           "Python number or list is converted to dtype), else the node fails with "
           "ShapeError / chanflow.TypeError. fn never runs on a green thread: a GoMachine hands "
-          "it to chanflow's Python-callback thread (one OS thread, so Python ops run one at a "
-          "time) and parks the node's green thread meanwhile; a TapeMachine calls it on the "
+          "it to a Python-callback thread (Python ops run one at a time, as the GIL would have "
+          "them) and parks the node's green thread meanwhile; a TapeMachine calls it on the "
           "thread that runs the machine. An exception in fn fails the run with MachineError, "
           "its __cause__ being that exception. The node has no gradient (grad through it "
           "raises chanflow.Error).")

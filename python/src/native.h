@@ -217,8 +217,9 @@ class PythonError : public Error {
 
 // Runs `fn` with the GIL held, on an OS thread where Python may run, and returns when it has
 // run. Python callables never run on a green thread (a green thread migrates between OS threads;
-// CPython's thread state belongs to one): called from a green thread, `fn` is handed to the one
-// Python-callback thread (created on first use) and the green thread parks until it is done, so
+// CPython's thread state belongs to one): called from a green thread, `fn` is handed to a
+// Python-callback thread (a pool, started on first use, that grows only while every callback
+// thread is blocked in chanflow: see callback.cc) and the green thread parks until it is done, so
 // its worker runs other green threads meanwhile. Called from an OS thread, `fn` runs inline (the
 // GIL taken if this thread does not hold it). A py::error_already_set from `fn` is rethrown as
 // PythonError; other exceptions propagate unchanged. After Python's atexit hooks ran, throws
@@ -232,7 +233,9 @@ void call_with_gil(const std::function<void()>& fn);
 // it retakes the GIL. That is a forced unwind, and it would run through this destructor, which
 // is noexcept, and so call std::terminate: the process would abort at exit instead of exiting.
 // ReleaseGil instead parks the thread for good (as CPython 3.14 does itself), so the process
-// exits normally; the thread held no Python state and was about to vanish.
+// exits normally; the thread held no Python state and was about to vanish. On a Python-callback
+// thread it also tells the pool that this thread blocks in chanflow, so that the callables queued
+// meanwhile go to another callback thread (what this one waits for may be one of them).
 class ReleaseGil {
  public:
   ReleaseGil() noexcept;
@@ -241,11 +244,13 @@ class ReleaseGil {
   ReleaseGil& operator=(const ReleaseGil&) = delete;
 
  private:
-  PyThreadState* state_;
+  void* slot_ = nullptr;  // the callback thread's pool slot, when this scope counts it blocked
+  PyThreadState* state_ = nullptr;
 };
 
-// Stops the callback thread (joins it; requests still queued fail as after shutdown). Registered
-// with atexit by bind_callbacks. Needs the GIL (released while joining).
+// Registers the stop of the callback threads with atexit (they finish the queued callables and
+// exit; one blocked in chanflow for good is left behind; callables nobody can run then fail as
+// after shutdown), and the fork handler that gives a child process a new pool. Needs the GIL.
 void bind_callbacks(py::module_& m);
 
 // ---- graph.cc, channels.cc, functions.cc ----
