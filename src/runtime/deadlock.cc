@@ -1,5 +1,6 @@
 // deadlock.cc — "all green threads are asleep": the condition, the poke and the report.
 #include "deadlock.h"
+#include "fork.h"
 
 #include <pthread.h>
 
@@ -273,6 +274,27 @@ DeadlockState deadlock_check_and_cancel(Parker* p, std::string* report) {
   }
   *report = os.str();
   return DeadlockState::kYes;
+}
+
+void deadlock_prepare_fork() noexcept CHANFLOW_NO_THREAD_SAFETY_ANALYSIS { g_mu.lock(); }
+
+// In the child the only thread is the forking one, which waits on nothing: no OS waiter, no
+// external waiter, no worker (the schedulers get new implementations that register when their
+// workers start), and the threads there now are the baseline (sanitizer helpers; normally none).
+SchedulerImpl* deadlock_after_fork(bool child) noexcept CHANFLOW_NO_THREAD_SAFETY_ANALYSIS {
+  SchedulerImpl* registered = nullptr;
+  if (child) {
+    registered = g_scheds;
+    g_scheds = nullptr;
+    g_os_waiters = nullptr;
+    g_os_waiter_count.store(0, std::memory_order_seq_cst);
+    g_total_workers = 0;
+    g_external_waiters = 0;
+    const long n = process_threads();
+    g_baseline_others = n > 0 ? n - 1 : 0;
+  }
+  g_mu.unlock();
+  return registered;
 }
 
 }  // namespace chanflow::detail

@@ -20,6 +20,7 @@
 #include "chanflow/runtime/functions.h"
 #include "deadlock.h"
 #include "fiber_switch.h"
+#include "fork.h"
 #include "futex.h"
 #include "sanitizer.h"
 #include "scheduler_impl.h"
@@ -237,6 +238,10 @@ SchedulerImpl::SchedulerImpl(Scheduler* o, const SchedulerOptions& options)
       nworkers(resolve_workers(options.workers)),
       pin_cpus(pin_cpus_for(options.pin_workers)),
       pool(options.stack_size > 0 ? options.stack_size : default_stack_size(), options.guard) {
+  resolved = SchedulerOptions{.workers = nworkers,
+                              .stack_size = pool.usable(),
+                              .guard = options.guard,
+                              .pin_workers = !pin_cpus.empty()};
   for (int i = 0; i < nworkers; ++i) {
     auto w = std::make_unique<Worker>();
     w->sched = this;
@@ -251,14 +256,19 @@ SchedulerImpl::SchedulerImpl(Scheduler* o, const SchedulerOptions& options)
 SchedulerImpl::~SchedulerImpl() = default;
 
 void SchedulerImpl::start() {
+  os::LockGuard lock(start_mu);
+  if (started.load(std::memory_order_relaxed)) return;
+  register_fork_handlers();
   for (auto& w : workers) {
     Worker* wp = w.get();
     wp->thread = std::thread([this, wp] { worker_main(wp); });
   }
   deadlock_register_scheduler(this);
+  started.store(true, std::memory_order_release);
 }
 
 void SchedulerImpl::stop() {
+  if (!started.load(std::memory_order_acquire)) return;  // never used since a fork: no workers
   deadlock_unregister_scheduler(this);
   stopping.store(true, std::memory_order_seq_cst);
   for (auto& w : workers) {
@@ -774,6 +784,7 @@ void SchedulerImpl::drain() {
 
 SpawnSlot spawn_begin(SchedulerImpl* s, std::string&& name, std::size_t fn_size,
                       std::size_t fn_align) {
+  s->ensure_started();
   if (fn_size > s->pool.usable() / kMaxCallableShareOfStack) {
     CHANFLOW_THROW(Error) << "go: the callable (" << fn_size << " bytes) does not fit a green "
                           << "thread's stack of " << s->pool.usable() << " bytes";
@@ -835,6 +846,16 @@ void spawn_commit(Task* t, void (*run)(void*), void (*destroy)(void*), bool for_
     return;
   }
   s->ready_from(here, t, true);
+}
+
+// fork.h. The parent's implementations are left behind (their workers, green threads, queues and
+// locks belong to threads that do not exist here): a Scheduler object, the process's default
+// one included, goes on in the child with a new, empty implementation of the same options, whose
+// workers start at its first go().
+void schedulers_after_fork_child(SchedulerImpl* registered) noexcept {
+  for (SchedulerImpl* old = registered; old != nullptr; old = old->next_sched) {
+    old->owner->impl_ = new SchedulerImpl(old->owner, old->resolved);
+  }
 }
 
 }  // namespace chanflow::detail

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "chanflow/core/cache_line.h"
+#include "chanflow/core/locks.h"
 #include "chanflow/core/spinlock.h"
 #include "chanflow/runtime/scheduler.h"
 #include "chanflow/runtime/trace.h"
@@ -98,7 +99,13 @@ struct SchedulerImpl {
   SchedulerImpl(Scheduler* owner, const SchedulerOptions& options);
   ~SchedulerImpl();
 
+  // Starts the workers and registers with deadlock detection: once, by the constructor of its
+  // Scheduler, or, for the implementation a fork()ed child gives a Scheduler of its parent
+  // (fork.h), by the first spawn (ensure_started). Thread-safe.
   void start();
+  void ensure_started() {
+    if (!started.load(std::memory_order_acquire)) start();
+  }
   // Makes a parked (or new) task runnable. Thread-safe.
   void ready(Task* t, bool is_new) { ready_from(worker_here(), t, is_new); }
   // ready() for a caller that already looked up worker_here().
@@ -141,10 +148,17 @@ struct SchedulerImpl {
   Task* global_pop(Worker* w);
 
   Scheduler* owner;
+  // The options resolved (worker count, stack size, pinning as the environment decided them):
+  // what a fork()ed child's new implementation is made with.
+  SchedulerOptions resolved;
   int nworkers;
   std::vector<int> pin_cpus;  // worker i runs on pin_cpus[i % size] (empty: not pinned)
   std::vector<std::unique_ptr<Worker>> workers;
   StackPool pool;
+
+  // start() ran (workers exist). start_mu serialises a lazy start (ensure_started).
+  std::atomic<bool> started{false};
+  os::Mutex start_mu;
 
   GlobalQueue gq;
 

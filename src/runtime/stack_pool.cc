@@ -14,6 +14,7 @@
 #include <mutex>
 
 #include "chanflow/core/error.h"
+#include "fork.h"
 
 namespace chanflow::detail {
 namespace {
@@ -382,5 +383,9 @@ bool find_guard_hit(const void* addr, char** slot_top) noexcept {
   }
   return false;
 }
+
+// fork.h: the chunk table's writers' lock, so the child does not inherit it held.
+void stack_pool_prepare_fork() noexcept { g_chunk_mu.lock(); }
+void stack_pool_after_fork() noexcept { g_chunk_mu.unlock(); }
 
 }  // namespace chanflow::detail

@@ -12,6 +12,7 @@
 #include "chanflow/runtime/scheduler.h"
 #include "chanflow/runtime/timer.h"
 #include "deadlock.h"
+#include "fork.h"
 #include "scheduler_impl.h"
 
 namespace chanflow::detail {
@@ -35,19 +36,44 @@ class TimerService {
     heap_.push_back(e);
     sift_up(e->index);
     pending_.fetch_add(1, std::memory_order_seq_cst);
-    return e->index == 0;
+    return e->index == 0 || !started_.load(std::memory_order_acquire);
   }
   // Starts the timer thread or tells it about an earlier deadline. Call without lock().
   void notify() {
-    std::call_once(started_, [this] {
-      threads_.store(1, std::memory_order_seq_cst);
-      std::thread([this] { loop(); }).detach();
-    });
     {
       os::LockGuard g(cv_mu_);
+      if (!started_.load(std::memory_order_relaxed)) {
+        register_fork_handlers();
+        threads_.store(1, std::memory_order_seq_cst);
+        std::thread([this] { loop(); }).detach();
+        started_.store(true, std::memory_order_release);
+      }
       changed_ = true;
     }
     cv_.notify_one();
+  }
+
+  // fork.h: the heap's lock and the thread's are held across fork(), so the child gets a
+  // consistent heap. The child has no timer thread: its entries (the sleeps of green threads and
+  // the waits of OS threads that do not exist there, deadlines of the parent's runs) are dropped,
+  // and the thread starts again at the child's first timer.
+  void prepare_fork() CHANFLOW_NO_THREAD_SAFETY_ANALYSIS {
+    lock_.lock();
+    cv_mu_.lock();
+  }
+  void after_fork(bool child) CHANFLOW_NO_THREAD_SAFETY_ANALYSIS {
+    if (child) {
+      for (TimerEntry* e : heap_) e->index = -1;  // timer_remove then finds it fired
+      heap_.clear();
+      firing_ = nullptr;  // the timer thread's callback does not exist here
+      pending_.store(0, std::memory_order_seq_cst);
+      threads_.store(0, std::memory_order_seq_cst);
+      started_.store(false, std::memory_order_relaxed);
+      changed_ = false;
+      new (&cv_) os::CondVar();  // its waiter, the timer thread, is gone
+    }
+    cv_mu_.unlock();
+    lock_.unlock();
   }
 
   bool remove(TimerEntry* e) CHANFLOW_EXCLUDES(lock_) {
@@ -158,7 +184,9 @@ class TimerService {
   TimerEntry* firing_ CHANFLOW_GUARDED_BY(lock_) = nullptr;
   std::atomic<std::size_t> pending_{0};
   std::atomic<int> threads_{0};
-  std::once_flag started_;
+  // Whether the timer thread was started (in this process): set under cv_mu_, read by
+  // add_locked, which then asks for notify() (that starts it) whatever the deadline.
+  std::atomic<bool> started_{false};
   // The timer thread sleeps on cv_ until notify() reports a change of the earliest deadline.
   os::Mutex cv_mu_;
   os::CondVar cv_;
@@ -178,6 +206,8 @@ void timer_add(TimerEntry* e) {
 }
 
 bool timer_remove(TimerEntry* e) { return TimerService::get().remove(e); }
+void timer_prepare_fork() noexcept { TimerService::get().prepare_fork(); }
+void timer_after_fork(bool child) noexcept { TimerService::get().after_fork(child); }
 std::size_t timers_pending() noexcept { return TimerService::get().pending(); }
 int timer_threads() noexcept { return TimerService::get().threads(); }
 

@@ -39,6 +39,7 @@
 #include "chanflow/runtime/detail/chan_base.h"
 #include "chanflow/runtime/mutex.h"
 #include "chanflow/runtime/wait_group.h"
+#include "fork.h"
 #include "scheduler_impl.h"
 #include "task.h"
 #include "trace_impl.h"
@@ -1391,6 +1392,39 @@ thread_local OsBlock t_os_block;
 // A worker samples the run-queue length at most this often (ns).
 constexpr int64_t kRunQueueSampleNs = 1000;
 
+// fork.h. Held across fork(): the session (a start or stop in progress finishes first) and the
+// registries the child keeps (thread buffers, track and label names). The child does not continue
+// a recording in progress: it has no writer thread, and the parent's file is the parent's to
+// finish (closing the child's copy of it would write the parent's buffered text again). The
+// writer's queue, and the buffers of the threads that do not exist in the child (whose locks and
+// chunks they may have been in the middle of changing), are left behind.
+void trace_prepare_fork() noexcept CHANFLOW_NO_THREAD_SAFETY_ANALYSIS {
+  g_session_mu.lock();
+  g_buffers_mu.lock();
+  g_tracks_mu.lock();
+  g_names_mu.lock();
+}
+
+void trace_after_fork(bool child) noexcept CHANFLOW_NO_THREAD_SAFETY_ANALYSIS {
+  if (child) {
+    g_trace_enabled.store(false, std::memory_order_relaxed);
+    g_generation.store(0, std::memory_order_release);
+    g_writer_behind.store(false, std::memory_order_relaxed);
+    g_writer = nullptr;  // the thread's object is leaked: it cannot be joined here
+    g_writer_threads.store(0, std::memory_order_seq_cst);
+    g_file = nullptr;  // leaked, not closed (see above)
+    g_naming = false;
+    new (&queue()) Queue();
+    auto& all = buffers();
+    new (&all) std::vector<std::shared_ptr<ThreadBuffer>>();
+    if (t_buffer.buf) all.push_back(t_buffer.buf);
+  }
+  g_names_mu.unlock();
+  g_tracks_mu.unlock();
+  g_buffers_mu.unlock();
+  g_session_mu.unlock();
+}
+
 long trace_threads() noexcept { return g_writer_threads.load(std::memory_order_seq_cst); }
 
 void trace_set_timer_thread() noexcept { t_is_timer = true; }
@@ -2070,6 +2104,7 @@ void start(const Options& options) {
   }
   write_text(f, text);
   if (f != nullptr) std::fflush(f);
+  register_fork_handlers();
   g_writer_threads.fetch_add(1, std::memory_order_seq_cst);
   g_writer = new std::thread([f, path = options.path, mode] { writer_main(f, path, mode); });
   g_start_ns.store(now_ns(), std::memory_order_relaxed);

@@ -83,6 +83,7 @@ CHANFLOW_API SpawnSlot spawn_begin(SchedulerImpl* s, std::string&& name, std::si
 CHANFLOW_API void spawn_commit(Task* t, void (*run)(void*), void (*destroy)(void*),
                                bool for_others) noexcept;
 CHANFLOW_API void spawn_abort(Task* t) noexcept;
+void schedulers_after_fork_child(SchedulerImpl* registered) noexcept;  // fork.h
 }  // namespace detail
 
 // Thrown through the stack of a green thread that ~Scheduler unwinds because it is parked
@@ -154,6 +155,8 @@ class CHANFLOW_API Scheduler {
         [](void* p) { static_cast<Fn*>(p)->~Fn(); }, for_others);
   }
 
+  // Replaced in a fork()ed child (the parent's workers do not exist there; docs/runtime.md).
+  friend void detail::schedulers_after_fork_child(detail::SchedulerImpl* registered) noexcept;
   detail::SchedulerImpl* impl_;
 };
 
