@@ -17,6 +17,7 @@
 
 #include "chanflow/runtime.h"
 #include "runtime_test_util.h"
+#include "sanitizer.h"  // white-box: src/runtime (CHANFLOW_TSAN)
 
 using namespace std::chrono_literals;
 
@@ -86,7 +87,18 @@ int use_the_runtime() {
   return 0;
 }
 
-class Fork : public WorkersFixture {};
+class Fork : public WorkersFixture {
+ protected:
+  void SetUp() override {
+#if defined(CHANFLOW_TSAN)
+    // ThreadSanitizer does not support a child that starts threads after a multi-threaded fork
+    // (it kills it by default; with die_after_fork=0 it reports races on the TLS of the
+    // parent's threads, which the child's new threads reuse). ASan runs these tests.
+    GTEST_SKIP() << "ThreadSanitizer does not support threads started after fork()";
+#endif
+    WorkersFixture::SetUp();
+  }
+};
 
 TEST_P(Fork, ChildOfAnIdleRuntimeWorks) { EXPECT_EQ(status_of_child(use_the_runtime), 0); }
 
