@@ -76,9 +76,15 @@ __attribute__((constructor)) void record_baseline() {
   if (pthread_create(&t, nullptr, &no_op_thread, nullptr) == 0) pthread_join(t, nullptr);
 #endif
   long n = process_threads();
-  os::LockGuard lock(g_mu);  // uncontended (before main), for the analysis
-  g_baseline_others = n > 0 ? n - 1 : 0;
+  {
+    os::LockGuard lock(g_mu);  // uncontended (before main), for the analysis
+    g_baseline_others = n > 0 ? n - 1 : 0;
+  }
+  register_fork_handlers();  // with the baseline: fork() may end some of those threads (fork.h)
 }
+
+// The process's threads when deadlock_prepare_fork ran (g_mu held from then to the fork).
+long g_threads_at_prepare CHANFLOW_GUARDED_BY(g_mu) = 0;
 
 // What can end a deadlock, read at one moment: green-thread activity (all schedulers), pending
 // timers, OS threads still asleep. g_mu held (no OS thread starts or stops waiting meanwhile).
@@ -276,14 +282,34 @@ DeadlockState deadlock_check_and_cancel(Parker* p, std::string* report) {
   return DeadlockState::kYes;
 }
 
-void deadlock_prepare_fork() noexcept CHANFLOW_NO_THREAD_SAFETY_ANALYSIS { g_mu.lock(); }
+void deadlock_prepare_fork() noexcept CHANFLOW_NO_THREAD_SAFETY_ANALYSIS {
+  g_mu.lock();
+  g_threads_at_prepare = process_threads();
+}
 
 // In the child the only thread is the forking one, which waits on nothing: no OS waiter, no
 // external waiter, no worker (the schedulers get new implementations that register when their
 // workers start), and the threads there now are the baseline (sanitizer helpers; normally none).
+//
+// The parent may lose baseline threads too: a library's own fork handler may stop its helper
+// threads around fork() (OpenBLAS, which NumPy loads, ends its thread pool before every fork and
+// starts it again at its next call). Counted still, they would hide as many plain threads — a
+// Python thread, a Python-callback thread running a callable — and a wait that such a thread can
+// end would be reported as a deadlock. So the baseline shrinks by the threads that vanished
+// during the fork, and never exceeds the threads that are neither this one nor the runtime's own
+// (a helper started again later counts as a plain thread: detection waits for it, never guesses).
 SchedulerImpl* deadlock_after_fork(bool child) noexcept CHANFLOW_NO_THREAD_SAFETY_ANALYSIS {
   SchedulerImpl* registered = nullptr;
-  if (child) {
+  if (!child) {
+    const long now = process_threads();
+    if (now > 0) {
+      const long vanished = std::max(0L, g_threads_at_prepare - now);
+      const long runtime_threads = g_total_workers + timer_threads() + trace_threads() +
+                                   g_external_waiters + g_os_waiter_count.load();
+      g_baseline_others =
+          std::max(0L, std::min(g_baseline_others - vanished, now - 1 - runtime_threads));
+    }
+  } else {
     registered = g_scheds;
     g_scheds = nullptr;
     g_os_waiters = nullptr;

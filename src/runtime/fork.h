@@ -11,14 +11,16 @@
 //            parent's green threads are dropped); the timer heap is emptied (its entries were
 //            the parent's sleeps and deadlines) and its thread starts again at the next timer;
 //            a trace recording in progress is not continued (nothing of it is written by the
-//            child); deadlock detection counts the child's threads afresh.
+//            child); deadlock detection counts the child's threads afresh, and in the parent
+//            leaves out of its baseline the helper threads that other libraries' fork handlers
+//            ended (deadlock.cc).
 // See docs/runtime.md, "fork".
 #pragma once
 
 namespace chanflow::detail {
 
-// Registers the handlers once per process (idempotent, thread-safe). Called wherever the runtime
-// starts a thread of its own, before it does.
+// Registers the handlers once per process (idempotent). Called while the runtime loads (with
+// deadlock detection's thread baseline, deadlock.cc), before any thread of its own exists.
 void register_fork_handlers() noexcept;
 
 // The pieces, each in the file that owns the state (called by the handlers only, in this order

@@ -258,7 +258,6 @@ SchedulerImpl::~SchedulerImpl() = default;
 void SchedulerImpl::start() {
   os::LockGuard lock(start_mu);
   if (started.load(std::memory_order_relaxed)) return;
-  register_fork_handlers();
   for (auto& w : workers) {
     Worker* wp = w.get();
     wp->thread = std::thread([this, wp] { worker_main(wp); });

@@ -43,7 +43,6 @@ class TimerService {
     {
       os::LockGuard g(cv_mu_);
       if (!started_.load(std::memory_order_relaxed)) {
-        register_fork_handlers();
         threads_.store(1, std::memory_order_seq_cst);
         std::thread([this] { loop(); }).detach();
         started_.store(true, std::memory_order_release);

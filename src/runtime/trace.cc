@@ -2104,7 +2104,6 @@ void start(const Options& options) {
   }
   write_text(f, text);
   if (f != nullptr) std::fflush(f);
-  register_fork_handlers();
   g_writer_threads.fetch_add(1, std::memory_order_seq_cst);
   g_writer = new std::thread([f, path = options.path, mode] { writer_main(f, path, mode); });
   g_start_ns.store(now_ns(), std::memory_order_relaxed);

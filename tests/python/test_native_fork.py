@@ -239,3 +239,20 @@ def test_a_multiprocessing_pool_of_forked_workers_runs_programs():
             r = pool.map_async(work, range(8))
             assert r.get(timeout=60) == [2 * v for v in range(8)]
     """, limit=180)
+
+
+def test_after_a_fork_the_parent_still_counts_its_python_threads():
+    """NumPy's OpenBLAS ends its helper threads around every fork() (its own fork handler); they
+    were in deadlock detection's baseline of helpers, so afterwards they hid a Python thread, and
+    a receive that thread was about to answer was reported as a deadlock."""
+    run_script("""
+        import threading
+        in_child(lambda: None)
+        ch = cf.make_chan(0)
+        # The thread sleeps (a plain thread, not in a chanflow call) while this one waits: not
+        # synchronisation, the state under test.
+        t = threading.Thread(target=lambda: (time.sleep(0.3), ch.send(1)))
+        t.start()
+        assert ch.recv() == (1, True)  # no timeout: a pending deadline would suspend detection
+        t.join()
+    """)
