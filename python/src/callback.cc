@@ -88,8 +88,10 @@ void run_python(const std::function<void()>& fn) {
   } catch (py::error_already_set& e) {
     std::string message;
     try {
+      // An exception raised by C code (int('abc') called directly) has no traceback: None.
+      py::object trace = e.trace() ? e.trace() : py::none();
       py::object lines =
-          py::module_::import("traceback").attr("format_exception")(e.type(), e.value(), e.trace());
+          py::module_::import("traceback").attr("format_exception")(e.type(), e.value(), trace);
       message = py::str("").attr("join")(lines).cast<std::string>();
       while (!message.empty() && message.back() == '\n') message.pop_back();
     } catch (py::error_already_set&) {

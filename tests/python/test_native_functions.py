@@ -245,6 +245,14 @@ def test_python_exception_class_is_kept(names):
         cf.Function(lambda: {}["missing"])()
 
 
+def test_exception_without_a_traceback_keeps_its_class():
+    # int('abc') called directly by the binding raises in C with no Python frame: no traceback.
+    with pytest.raises(ValueError, match="invalid literal for int"):
+        cf.Function(int)("abc")
+    with pytest.raises(ValueError, match="invalid literal for int"):
+        builtin("runtime.call_in_green_thread")(cf.Function(int), "abc")
+
+
 def test_cpp_error_raised_inside_python_inside_cpp(names):
     # C++ -> Python -> C++ raising: the chanflow.TypeError crosses both boundaries.
     names.append("test.py.nested")
