@@ -1,4 +1,5 @@
 """chanflow.Tensor with NumPy: zero-copy both ways, lifetimes, tensor() conversions, dtypes."""
+import ctypes
 import gc
 import os
 import re
@@ -275,3 +276,88 @@ def test_repr_and_no_public_constructor():
     assert "shape=(2,)" in repr(cf.tensor(np.array([1, 2], dtype=np.int8)))
     with pytest.raises(TypeError):
         cf.Tensor()
+
+
+# ---- DLPack producers that lie about their extent ----
+
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int), ("device_id", ctypes.c_int)]
+
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int),
+                ("dtype", _DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+
+
+class _DLManagedTensor(ctypes.Structure):
+    pass
+
+
+_DELETER = ctypes.CFUNCTYPE(None, ctypes.POINTER(_DLManagedTensor))
+_DLManagedTensor._fields_ = [("dl_tensor", _DLTensor), ("manager_ctx", ctypes.c_void_p),
+                             ("deleter", _DELETER)]
+
+
+class _HandMadeProducer:
+    """A __dlpack__ producer whose DLManagedTensor is built by hand (ctypes): float32 over a
+    16-byte buffer, with the shape, strides and byte_offset given."""
+
+    def __init__(self, shape, strides, byte_offset=0):
+        self.buffer = (ctypes.c_float * 4)()
+        self.shape = (ctypes.c_int64 * len(shape))(*shape)
+        self.strides = (ctypes.c_int64 * len(strides))(*strides)
+        self.deleted = 0
+
+        def deleter(_):
+            self.deleted += 1
+        self.deleter = _DELETER(deleter)
+        self.managed = _DLManagedTensor(
+            _DLTensor(ctypes.cast(self.buffer, ctypes.c_void_p), _DLDevice(1, 0), len(shape),
+                      _DLDataType(2, 32, 1), self.shape, self.strides, byte_offset),
+            None, self.deleter)
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+    def __dlpack__(self, stream=None):
+        new_capsule = ctypes.pythonapi.PyCapsule_New
+        new_capsule.restype = ctypes.py_object
+        new_capsule.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+        self.capsule = new_capsule(ctypes.addressof(self.managed), b"dltensor", None)
+        return self.capsule
+
+    def consumed(self):
+        """Whether the consumer took ownership (DLPack: it renames the capsule)."""
+        name = ctypes.pythonapi.PyCapsule_GetName
+        name.restype = ctypes.c_char_p
+        name.argtypes = [ctypes.py_object]
+        return name(self.capsule) == b"used_dltensor"
+
+
+@pytest.mark.parametrize("shape,strides,byte_offset", [
+    ((2, 2**62), (1, 2**62), 0),            # extent * stride passes int64
+    ((3,), (2**62,), 0),                    # (n - 1) * stride * itemsize passes int64
+    ((2**40, 2**40), (2**40, 1), 0),        # a shape whose elements fit, strides that do not
+    ((1,), (1,), 2**63 + 8),                # byte_offset past int64
+])
+def test_from_dlpack_refuses_an_extent_that_overflows(shape, strides, byte_offset):
+    p = _HandMadeProducer(shape, strides, byte_offset)
+    with pytest.raises(cf.ShapeError):
+        cf.from_dlpack(p)
+    assert not p.consumed() and p.deleted == 0  # refused: the producer still owns its tensor
+
+
+def test_from_dlpack_of_a_hand_made_producer_that_fits_shares_it():
+    p = _HandMadeProducer((2, 2), (2, 1))
+    p.buffer[:] = [1.0, 2.0, 3.0, 4.0]
+    t = cf.from_dlpack(p)
+    np.testing.assert_array_equal(t.numpy(), [[1, 2], [3, 4]])
+    assert p.consumed() and p.deleted == 0
+    del t
+    gc.collect()
+    assert p.deleted == 1
