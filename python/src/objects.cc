@@ -27,6 +27,7 @@
 // the reference (the only public way to construct a pybind11 instance of a Python subclass):
 // _ObjectSeed has no constructor, so Python code cannot forge one.
 #include <Python.h>
+#include <pthread.h>
 #include <pybind11/eval.h>
 
 #include <cstdint>
@@ -342,10 +343,29 @@ class Converter {
     return v;
   }
 
+  // Whether less than kStackReserve of the calling thread's stack is left. A level's frames take
+  // a few hundred bytes in a release build and several KiB with ASan, and a thread's stack may be
+  // small (threading.stack_size), so a level count alone cannot keep the recursion inside it.
+  // Conversions run with the GIL, on OS threads (never a green thread's stack).
+  static bool stack_nearly_used() {
+    thread_local const uintptr_t low = [] {
+      pthread_attr_t attr;
+      if (pthread_getattr_np(pthread_self(), &attr) != 0) return uintptr_t{0};
+      void* addr = nullptr;
+      size_t size = 0;
+      const int rc = pthread_attr_getstack(&attr, &addr, &size);
+      pthread_attr_destroy(&attr);
+      return rc == 0 ? reinterpret_cast<uintptr_t>(addr) : uintptr_t{0};
+    }();
+    char here = 0;
+    const auto sp = reinterpret_cast<uintptr_t>(&here);
+    return low != 0 && sp < low + kStackReserve;
+  }
+
   // Enters one container level: a container that contains itself is a ValueError, nesting past
-  // Python's recursion limit or kMaxNesting a RecursionError, both naming the place. The fixed
-  // bound keeps the C stack (a few hundred bytes per level) well inside a thread's, whatever
-  // recursion limit the program set: 100,000 levels overflow an 8 MiB stack.
+  // Python's recursion limit, kMaxNesting or the thread's stack a RecursionError, each naming
+  // the place. The bounds hold whatever recursion limit the program set: 100,000 levels
+  // overflow an 8 MiB stack.
   class Level {
    public:
     Level(Converter* c, PyObject* o, const Path& path) : c_(c), o_(o) {
@@ -357,6 +377,11 @@ class Converter {
         c_->active_.erase(o_);
         raise_python(PyExc_RecursionError, render(path) + ": nested deeper than " +
                                                std::to_string(kMaxNesting) + " levels");
+      }
+      if (stack_nearly_used()) {
+        c_->active_.erase(o_);
+        raise_python(PyExc_RecursionError,
+                     render(path) + ": nested deeper than this thread's stack allows");
       }
       if (Py_EnterRecursiveCall(" while converting to a chanflow object") != 0) {
         c_->active_.erase(o_);
@@ -418,6 +443,7 @@ class Converter {
   }
 
   static constexpr int kMaxNesting = 10'000;
+  static constexpr uintptr_t kStackReserve = 256 * 1024;
   std::unordered_set<PyObject*> active_;
   int depth_ = 0;  // containers entered
 };
