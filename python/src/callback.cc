@@ -25,8 +25,6 @@
 #include <pthread.h>
 #include <unistd.h>
 
-#include <cxxabi.h>
-
 #include <algorithm>
 #include <atomic>
 #include <deque>
@@ -74,9 +72,11 @@ struct Request {
 // retaking the GIL ends such a thread by a forced unwind (pthread_exit; see native.h), caught
 // here and turned into a park, the process is exiting.
 void restore_thread(PyThreadState* state) {
+  // Caught as (...): PyEval_RestoreThread is C and raises nothing else, and the forced unwind's
+  // exception object is foreign (binding a reference to it is what UBSan reports as a null one).
   try {
     PyEval_RestoreThread(state);
-  } catch (abi::__forced_unwind&) {
+  } catch (...) {
     park_forever();
   }
 }
