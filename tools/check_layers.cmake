@@ -1,6 +1,6 @@
 # The dependency rule of docs/architecture.md: a layer includes only the layers it is documented to
-# use (core -> tensor -> runtime -> ir -> exec -> tools, graph beside ir and exec; the runtime knows
-# no tensors, the ir nothing of running). Reads every #include "chanflow/<layer>/..." (or
+# use (core -> tensor -> runtime -> ir -> ops -> exec -> tools, graph beside exec on ops; the
+# runtime knows no tensors, the ir nothing of running). Reads every #include "chanflow/<layer>/..." (or
 # <chanflow/<layer>.h>) in include/chanflow/<layer>/, include/chanflow/<layer>.h, src/<layer>/ and
 # tools/. Usage: cmake -DROOT=<source dir> -P check_layers.cmake
 cmake_policy(VERSION 3.25)
@@ -8,10 +8,11 @@ set(_allowed_core core)
 set(_allowed_tensor core tensor)
 set(_allowed_runtime core runtime)
 set(_allowed_ir core tensor ir)
-set(_allowed_graph core tensor runtime graph)
-set(_allowed_exec core tensor runtime ir exec)
-set(_allowed_tools core tensor runtime ir exec)
-set(_layers core tensor runtime ir graph exec)
+set(_allowed_ops core tensor ir ops)
+set(_allowed_graph core tensor runtime ir ops graph)
+set(_allowed_exec core tensor runtime ir ops exec)
+set(_allowed_tools core tensor runtime ir ops exec)
+set(_layers core tensor runtime ir ops graph exec)
 
 set(_failures "")
 set(_checked 0)

@@ -8,5 +8,6 @@
 #include "chanflow/exec.h"
 #include "chanflow/graph.h"
 #include "chanflow/ir.h"
+#include "chanflow/ops.h"
 #include "chanflow/runtime.h"
 #include "chanflow/tensor.h"

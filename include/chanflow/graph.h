@@ -16,4 +16,5 @@
 #include "chanflow/graph/grad.h"
 #include "chanflow/graph/graph.h"
 #include "chanflow/graph/ops.h"
+#include "chanflow/graph/table_ops.h"
 #include "chanflow/graph/tape_machine.h"

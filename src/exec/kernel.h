@@ -152,6 +152,8 @@ std::vector<KernelRow> math_kernels();
 std::vector<KernelRow> tensor_kernels();
 std::vector<KernelRow> control_flow_kernels();
 std::vector<KernelRow> csp_kernels();
+// Every row of the op table that has a kernel (table_kernels.cc).
+std::vector<KernelRow> table_kernels();
 
 // ---- fast variable access ----------------------------------------------------------------
 inline ScopeObj* scope_at(ScopeObj* s, int32_t depth) {

@@ -49,6 +49,8 @@ Tensor eval_node(const NodeData& n, const Tensor* in, const Context* ctx, Tensor
     if (in[0].dtype() == n.dtype && in[0].shape() == n.shape) return in[0];
   } else if (row.form == Form::kCustom) {
     return eval_custom(n, in, ctx);
+  } else if (row.form == Form::kTable) {
+    return eval_table(n, in, ctx);
   }
   KernelOptions o;
   if (ctx != nullptr) {

@@ -456,10 +456,11 @@ void GoMachineImpl::register_trace_tracks() {
   static const uint32_t kPid = trace::process("gomachine");
   for (NodeState& n : node_span()) {
     const NodeData& d = *n.data;
-    n.trace_label = d.name.empty() ? op_kind_name(d.op) + ("#" + std::to_string(d.id)) : d.name;
-    n.trace_track = trace::thread(kPid, n.trace_label + " (" + op_kind_name(d.op) + ")");
-    std::string a =
-        "{\"node\":" + std::to_string(d.id) + ",\"op\":\"" + op_kind_name(d.op) + "\",\"inputs\":[";
+    n.trace_label =
+        d.name.empty() ? detail::node_op_name(d) + ("#" + std::to_string(d.id)) : d.name;
+    n.trace_track = trace::thread(kPid, n.trace_label + " (" + detail::node_op_name(d) + ")");
+    std::string a = "{\"node\":" + std::to_string(d.id) + ",\"op\":\"" + detail::node_op_name(d) +
+                    "\",\"inputs\":[";
     for (std::size_t i = 0; i < d.operands.size(); ++i) {
       a += (i == 0 ? "" : ",") + std::to_string(d.operands[i]);
     }

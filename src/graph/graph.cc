@@ -21,7 +21,7 @@ void OpContext::check() const { detail::check_context(*ctx_); }
 namespace detail {
 std::string describe(const NodeData& n) {
   std::ostringstream os;
-  os << "node '" << n.name << "' (" << op_kind_name(n.op) << " #" << n.id << ")";
+  os << "node '" << n.name << "' (" << node_op_name(n) << " #" << n.id << ")";
   return os.str();
 }
 void check_node_shape(const NodeData& n) {
@@ -184,7 +184,7 @@ std::string Graph::to_dot() const {
   os << "digraph chanflow {\n  rankdir=TB;\n  node [shape=box, fontname=\"monospace\"];\n";
   for (const auto& n : impl_->nodes) {
     os << "  n" << n.id << " [label=\"" << dot_escape(n.name) << "\\n"
-       << op_kind_name(n.op) << " " << shape_to_string(n.shape) << " " << dtype_name(n.dtype)
+       << detail::node_op_name(n) << " " << shape_to_string(n.shape) << " " << dtype_name(n.dtype)
        << "\"";
     if (n.op == OpKind::kInput) os << ", style=rounded";
     if (n.op == OpKind::kConstant) os << ", style=dashed";

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "chanflow/graph/graph.h"
+#include "chanflow/ops/op_table.h"
 #include "chanflow/tensor/ops.h"
 
 namespace chanflow {
@@ -30,6 +31,13 @@ struct NodeData {
   std::vector<int64_t> perm;     // transpose (normalised, never empty)
   DType to = DType::kFloat32;    // cast
   std::shared_ptr<CustomFn> fn;  // custom
+  // A table op (kTable): its row, its type and attributes, where each input slot's operands
+  // start in `operands` (slot k: [in_start[k], in_start[k + 1])), and the output slot the node
+  // is (one node per output of the op).
+  const OpDef* def = nullptr;
+  OpDesc desc;
+  std::vector<uint32_t> in_start;
+  int32_t out_slot = -1;
 };
 
 struct GraphImpl : std::enable_shared_from_this<GraphImpl> {
@@ -47,6 +55,15 @@ Tensor eval_node(const NodeData& n, const Tensor* operands, const Context* ctx, 
 
 // Throws the context's error, or DeadlineExceededError once its deadline has passed on the clock.
 void check_context(const Context& ctx);
+
+// A table op node's value (table_ops.cc): its row's kernel asked for the node's output only.
+Tensor eval_table(const NodeData& n, const Tensor* operands, const Context* ctx);
+
+// The op a node computes as errors, traces and dot output name it: the table op's type
+// ("conv2d") or op_kind_name ("add").
+inline const char* node_op_name(const NodeData& n) noexcept {
+  return n.def != nullptr ? n.def->type().c_str() : op_kind_name(n.op);
+}
 
 // "node 'name' (op #id)" for error messages.
 std::string describe(const NodeData& n);

@@ -649,6 +649,7 @@ constexpr std::array<OpRow, kOpKinds> kOpTable = {{
          [](Vjp& v) {
            if (v.need(0)) v.out[0] = broadcast_to(v.g, v.x[0].shape());
          }},
+    {.kind = OpKind::kTable, .name = "op", .form = Form::kTable, .vjp = table_vjp},
     {.kind = OpKind::kCustom,
      .name = "custom",
      .form = Form::kCustom,

@@ -31,6 +31,7 @@ enum class Form : uint8_t {
   kShape,      // (a), target
   kPerm,       // (a), perm
   kDType,      // (a), to
+  kTable,      // an op of the op table, operands by slot (eval_node calls the table's kernel)
   kCustom,     // any operands: Graph::apply's user function (eval_node calls it, not a row)
 };
 
@@ -87,6 +88,9 @@ inline constexpr std::size_t kOpKinds = static_cast<std::size_t>(OpKind::kCustom
 extern const std::array<OpRow, kOpKinds> kOpTable;
 
 inline const OpRow& op_row(OpKind k) noexcept { return kOpTable[static_cast<std::size_t>(k)]; }
+
+// The gradient of a table op node by its row's rule (table_ops.cc).
+void table_vjp(Vjp& v);
 
 // Build a node of kind `k` from the operands and attributes of its form (ops.cc): check the
 // operands belong to one graph, run the row's inference, append the node. `min_rank` > 0 requires

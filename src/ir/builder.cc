@@ -156,7 +156,7 @@ ProgramBuilder::~ProgramBuilder() = default;
 int64_t ProgramBuilder::current_block() const noexcept { return state_->stack.back(); }
 
 Var ProgramBuilder::declare(VarType type, VarType element, std::string name, int64_t capacity,
-                            const std::vector<int64_t>& dims) {
+                            const std::vector<int64_t>& dims, bool persistable) {
   const int64_t b = current_block();
   auto& block = state_->blocks[static_cast<size_t>(b)];
   if (name.empty()) CHANFLOW_THROW(Error) << "ProgramBuilder: empty variable name";
@@ -165,7 +165,7 @@ Var ProgramBuilder::declare(VarType type, VarType element, std::string name, int
                           << "' is already declared in block " << b;
   }
   VarDesc desc = type == VarType::kChannel ? VarDesc::channel(name, element, capacity)
-                                           : VarDesc::tensor(name, element, dims);
+                                           : VarDesc::tensor(name, element, dims, persistable);
   Var v;
   v.owner_ = this;
   v.name_ = name;
@@ -189,6 +189,10 @@ Var ProgramBuilder::temp(const std::string& op_type, VarType element) {
 
 Var ProgramBuilder::var(std::string name, DType dtype, const std::vector<int64_t>& dims) {
   return declare(VarType::kLoDTensor, var_type_from_dtype(dtype), std::move(name), 0, dims);
+}
+
+Var ProgramBuilder::parameter(std::string name, DType dtype, const std::vector<int64_t>& dims) {
+  return declare(VarType::kLoDTensor, var_type_from_dtype(dtype), std::move(name), 0, dims, true);
 }
 
 Var ProgramBuilder::make_channel(DType element, int64_t capacity, std::string name) {

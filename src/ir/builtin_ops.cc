@@ -4,6 +4,7 @@
 
 #include "chanflow/ir/op_schema.h"
 #include "chanflow/ir/var_type.h"
+#include "ir_internal.h"
 
 namespace chanflow {
 namespace {
@@ -105,7 +106,9 @@ void unary(OpSchemaRegistry& r, const char* type, const char* doc) {
 
 }  // namespace
 
-void register_builtin_ops(OpSchemaRegistry& r) {
+namespace ir_detail {
+
+void register_ir_ops(OpSchemaRegistry& r) {
   // ---- tensors ---------------------------------------------------------------------------
   r.add(
       OpSchema("fill_constant")
@@ -292,4 +295,5 @@ void register_builtin_ops(OpSchemaRegistry& r) {
             .input("Channel"));
 }
 
+}  // namespace ir_detail
 }  // namespace chanflow

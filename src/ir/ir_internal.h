@@ -8,10 +8,15 @@
 #include <string>
 #include <string_view>
 
+#include "chanflow/ir/op_schema.h"
 #include "chanflow/ir/program.h"
 #include "chanflow/ir/program.pb.h"
 
 namespace chanflow::ir_detail {
+
+// Registers the ir layer's own op schemas (builtin_ops.cc); register_builtin_ops adds the
+// providers' ones after them.
+void register_ir_ops(OpSchemaRegistry& registry);
 
 // Registers the IR types' reflection (idempotent); called before JSON save/load.
 void ensure_reflection();

@@ -1,9 +1,12 @@
 // OpSchema and OpSchemaRegistry.
 #include "chanflow/ir/op_schema.h"
 
+#include <algorithm>
 #include <set>
+#include <vector>
 
 #include "chanflow/core/error.h"
+#include "ir_internal.h"
 
 namespace chanflow {
 
@@ -130,10 +133,50 @@ std::shared_ptr<const OpExtension> OpSchema::extension() const {
   return extension_;
 }
 
+namespace {
+
+using Provider = void (*)(OpSchemaRegistry&);
+
+// The providers of add_builtin_op_provider, and the global registry once it exists. Function-local
+// statics: providers are added while other libraries' static objects are constructed, in an order
+// no file controls.
+struct Providers {
+  os::Mutex mu;
+  std::vector<Provider> list CHANFLOW_GUARDED_BY(mu);
+  OpSchemaRegistry* global CHANFLOW_GUARDED_BY(mu) = nullptr;
+};
+Providers& providers() {
+  static auto* p = new Providers();  // never destroyed: used during exit
+  return *p;
+}
+
+}  // namespace
+
+void add_builtin_op_provider(void (*provider)(OpSchemaRegistry& registry)) {
+  Providers& p = providers();
+  os::LockGuard lock(p.mu);
+  if (std::find(p.list.begin(), p.list.end(), provider) != p.list.end()) return;
+  p.list.push_back(provider);
+  if (p.global != nullptr) provider(*p.global);
+}
+
+void register_builtin_ops(OpSchemaRegistry& registry) {
+  ir_detail::register_ir_ops(registry);
+  Providers& p = providers();
+  os::LockGuard lock(p.mu);
+  for (Provider f : p.list) f(registry);
+}
+
 OpSchemaRegistry& OpSchemaRegistry::global() {
   static OpSchemaRegistry* registry = [] {
     auto* r = new OpSchemaRegistry();  // never destroyed: ops may be looked up during exit
-    register_builtin_ops(*r);
+    ir_detail::register_ir_ops(*r);
+    Providers& p = providers();
+    // One critical section from the providers' pass to publishing `global`: a provider added
+    // meanwhile is applied either here or by add_builtin_op_provider, never both or neither.
+    os::LockGuard lock(p.mu);
+    for (Provider f : p.list) f(*r);
+    p.global = r;
     return r;
   }();
   return *registry;

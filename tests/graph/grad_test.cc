@@ -6,6 +6,7 @@
 #include <random>
 
 #include "chanflow/graph.h"
+#include "chanflow/graph/table_ops.h"
 
 namespace cf = chanflow;
 using cf::DType;
@@ -85,7 +86,64 @@ void check_case(const Case& c, uint32_t seed) {
 
 std::vector<Case> cases() {
   using V = std::vector<cf::Node>;
+  using cf::Attr;
   return {
+      // Ops of the op table, differentiated by their rows' rules (the program ops' rules).
+      {"table_mul",
+       {{2, 3, 2}, {6, 4}},
+       [](const V& x) {
+         return cf::op("mul", {{"X", {x[0]}}, {"Y", {x[1]}}}, {{"x_num_col_dims", Attr::i(1)}});
+       }},
+      {"table_mul_col_dims",
+       {{2, 3, 2}, {2, 5}},
+       [](const V& x) {
+         return cf::op("mul", {{"X", {x[0]}}, {"Y", {x[1]}}}, {{"x_num_col_dims", Attr::i(2)}});
+       }},
+      {"table_log",
+       {{2, 2}},
+       [](const V& x) {
+         return cf::op("log", {{"X", {x[0]}}});
+       },
+       0.5,
+       3.0},
+      {"table_exp",
+       {{2, 2}},
+       [](const V& x) {
+         return cf::op("exp", {{"X", {x[0]}}});
+       }},
+      {"table_sqrt",
+       {{3}},
+       [](const V& x) {
+         return cf::op("sqrt", {{"X", {x[0]}}});
+       },
+       0.5,
+       3.0},
+      {"table_square",
+       {{3}},
+       [](const V& x) {
+         return cf::op("square", {{"X", {x[0]}}});
+       }},
+      {"table_abs",
+       {{5}},
+       [](const V& x) {
+         return cf::op("abs", {{"X", {x[0]}}});
+       }},
+      {"table_mean",
+       {{2, 3}},
+       [](const V& x) {
+         return cf::op("mean", {{"X", {x[0]}}});
+       }},
+      {"table_sum_of_three",
+       {{2, 3}, {2, 3}},
+       [](const V& x) {
+         return cf::op("sum", {{"X", {x[0], x[1], x[0]}}});
+       }},
+      {"table_chain",
+       {{4, 3}, {3, 2}},
+       [](const V& x) {
+         cf::Node h = cf::op("mul", {{"X", {x[0]}}, {"Y", {x[1]}}});
+         return cf::op("square", {{"X", {cf::tanh(h)}}});
+       }},
       {"add_broadcast", {{2, 3}, {3}}, [](const V& x) { return x[0] + x[1]; }},
       {"sub_broadcast", {{2, 1}, {1, 3}}, [](const V& x) { return x[0] - x[1]; }},
       {"mul", {{2, 3}, {2, 3}}, [](const V& x) { return x[0] * x[1]; }},

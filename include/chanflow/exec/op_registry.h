@@ -22,15 +22,12 @@
 #include "chanflow/core/export.h"
 #include "chanflow/ir/op_desc.h"
 #include "chanflow/ir/op_schema.h"
+#include "chanflow/ops/op_table.h"
 #include "chanflow/tensor/dtype.h"
 
 namespace chanflow {
 
-// A tensor's static type: dtype and shape (-1: extent unknown).
-struct TensorInfo {
-  DType dtype = DType::kFloat32;
-  std::vector<int64_t> shape;
-};
+// TensorInfo (a tensor's static type) is the op table's (chanflow/ops/op_table.h).
 
 // Attaches the exec layer's kernels to the schemas of `registry`. Throws Error, attaching
 // nothing, when a kernel's op has no schema there or the kernel reads an attribute the schema

@@ -77,6 +77,7 @@ enum class OpKind : uint8_t {
   kCast,
   kBroadcastTo,  // broadcast the operand to a shape (gradient of reductions)
   kSumTo,        // sum the operand down to a shape it was broadcast from (gradient of broadcasting)
+  kTable,        // an op of the op table (cf::op, graph/table_ops.h): conv2d, pool2d, ...
   kCustom,       // a user function (Graph::apply)
 };
 

@@ -127,6 +127,10 @@ class CHANFLOW_API ProgramBuilder {
   // ---- variables ---------------------------------------------------------------------------
   // Declares a tensor variable in the current block (throws Error if the name is taken there).
   Var var(std::string name, DType dtype, const std::vector<int64_t>& dims = {});
+  // A persistable tensor variable (Fluid's parameters and optimiser state): it lives in the scope
+  // the caller runs the program in, across runs (Executor::run with a Scope), and is what
+  // append_backward differentiates with respect to by default.
+  Var parameter(std::string name, DType dtype, const std::vector<int64_t>& dims);
   // Declares a channel variable and emits channel_create: tensors of `element` dtype.
   Var make_channel(DType element, int64_t capacity = 0, std::string name = {});
   // A channel of any tensor (element LOD_TENSOR) or of channels (element CHANNEL).
@@ -208,7 +212,7 @@ class CHANFLOW_API ProgramBuilder {
   friend class SelectGuard;
   struct State;
   Var declare(VarType type, VarType element, std::string name, int64_t capacity,
-              const std::vector<int64_t>& dims = {});
+              const std::vector<int64_t>& dims = {}, bool persistable = false);
   Var temp(const std::string& op_type, VarType element);
   void check_var(const Var& v, const char* role) const;
   Var unary_op(const std::string& type, const Var& x, VarType out_elem, Var out,

@@ -150,8 +150,17 @@ class CHANFLOW_API OpSchemaRegistry {
       CHANFLOW_GUARDED_BY(mutex_);
 };
 
-// Registers chanflow's built-in ops into `registry` (what global() does once).
+// Registers chanflow's built-in ops into `registry` (what global() does once): the ir layer's own
+// and those of every provider added with add_builtin_op_provider.
 CHANFLOW_API void register_builtin_ops(OpSchemaRegistry& registry);
+
+// Adds a function registering more built-in op schemas. A layer above ir whose ops programs name
+// (the op table of chanflow::ops) adds its provider while it loads, so that a program naming its
+// ops verifies wherever that layer is linked, before any of its functions ran. The provider is
+// applied at once to the global registry when it exists, else when it is made, and to every
+// registry register_builtin_ops fills from now on. Adding the same provider again does nothing.
+// Thread-safe.
+CHANFLOW_API void add_builtin_op_provider(void (*provider)(OpSchemaRegistry& registry));
 
 // The attributes Paddle Fluid wrote on ops whatever they compute: the framework's `op_role`
 // (INT), `op_role_var` (STRINGS), `op_namescope` (STRING), `op_callstack` (STRINGS) and

@@ -1,0 +1,330 @@
+// table_ops.cc — graph nodes of the op table's rows: building (slots, attributes, the row's
+// inference), evaluation (the row's kernel asked for one output) and the gradient (the row's
+// rule, emitting table op nodes).
+#include "chanflow/graph/table_ops.h"
+
+#include "chanflow/core/error.h"
+#include "chanflow/graph/ops.h"
+#include "graph_impl.h"
+#include "op_table.h"
+
+namespace chanflow {
+namespace detail {
+namespace {
+
+const OpDef& def_for(const std::string& type) {
+  const OpDef* d = find_op_def(type);
+  if (d == nullptr) CHANFLOW_THROW(Error) << "op '" << type << "': the op table has no such op";
+  if (!d->has_kernel()) {
+    CHANFLOW_THROW(Error) << "op '" << type
+                          << "': only the executor runs it (a built-in program op); use the "
+                             "graph's own op functions";
+  }
+  return *d;
+}
+
+// Checks the attributes against the schema and makes the op's desc.
+OpDesc make_desc(const OpDef& d, const OpDesc::Attrs& attrs) {
+  const OpSchema& s = d.schema();
+  for (const auto& [name, value] : attrs) {
+    const AttrSpec* spec = s.attr(name);
+    if (spec == nullptr) {
+      std::string known;
+      for (const AttrSpec& a : s.attrs()) known += (known.empty() ? "" : ", ") + a.name;
+      CHANFLOW_THROW(Error) << "op '" << d.type() << "': no attribute '" << name
+                            << "' (it has: " << (known.empty() ? "none" : known) << ")";
+    }
+    const bool int_like = (spec->type == AttrType::kInt || spec->type == AttrType::kLong) &&
+                          (value.type() == AttrType::kInt || value.type() == AttrType::kLong);
+    if (value.type() != spec->type && !int_like) {
+      CHANFLOW_THROW(TypeError) << "op '" << d.type() << "': attribute '" << name << "' must be "
+                                << attr_type_name(spec->type) << ", got "
+                                << attr_type_name(value.type());
+    }
+    if (spec->check) {
+      const std::string problem = spec->check(value);
+      if (!problem.empty()) {
+        CHANFLOW_THROW(Error) << "op '" << d.type() << "': attribute '" << name << "' " << problem;
+      }
+    }
+  }
+  return OpDesc::make(d.type(), {}, {}, attrs);
+}
+
+class BuildInfer final : public InferCall {
+ public:
+  BuildInfer(const GraphImpl& g, const NodeData& n) : g_(g), n_(n) {
+    for (size_t k = 0; k + 1 < n.in_start.size(); ++k) {
+      for (uint32_t i = n.in_start[k]; i < n.in_start[k + 1]; ++i) {
+        const NodeData& o = g.nodes[static_cast<size_t>(n.operands[i])];
+        infos_.push_back(TensorInfo{o.dtype, o.shape});
+      }
+    }
+  }
+  size_t num_inputs(int slot) const override {
+    const auto s = static_cast<size_t>(slot);
+    return slot >= 0 && s + 1 < n_.in_start.size() ? n_.in_start[s + 1] - n_.in_start[s] : 0;
+  }
+  const TensorInfo& input(int slot, size_t i) const override {
+    if (i >= num_inputs(slot)) {
+      CHANFLOW_THROW(Error) << "op '" << n_.def->type() << "': input slot '"
+                            << n_.def->schema().inputs().at(static_cast<size_t>(slot)).name
+                            << "' is missing";
+    }
+    return infos_[n_.in_start[static_cast<size_t>(slot)] + i];
+  }
+  size_t num_outputs(int slot) const override { return slot == n_.out_slot ? 1 : 0; }
+  void set_output(int slot, TensorInfo info, size_t i) override {
+    if (slot == n_.out_slot && i == 0) out = std::move(info);
+  }
+  std::optional<TensorInfo> out;
+
+ private:
+  const GraphImpl& g_;
+  const NodeData& n_;
+  std::vector<TensorInfo> infos_;
+};
+
+Node build_table_node(const OpDef& d, const OpDesc& desc, const OpInputs& inputs, int out_slot) {
+  const OpSchema& s = d.schema();
+  GraphImpl* g = nullptr;
+  for (const auto& [slot, nodes] : inputs) {
+    const ArgSpec* spec = s.input(slot);
+    if (spec == nullptr) {
+      std::string known;
+      for (const ArgSpec& a : s.inputs()) known += (known.empty() ? "" : ", ") + a.name;
+      CHANFLOW_THROW(Error) << "op '" << d.type() << "': no input slot '" << slot
+                            << "' (it has: " << known << ")";
+    }
+    if (nodes.size() > 1 && !spec->duplicable) {
+      CHANFLOW_THROW(Error) << "op '" << d.type() << "': input slot '" << slot
+                            << "' takes one node, got " << nodes.size();
+    }
+    for (const Node& n : nodes) {
+      if (!n.valid()) {
+        CHANFLOW_THROW(Error) << "op '" << d.type() << "': input slot '" << slot
+                              << "' has an invalid (default) Node";
+      }
+      if (g == nullptr) g = n.impl();
+      if (g != n.impl()) {
+        CHANFLOW_THROW(Error) << "op '" << d.type() << "': its inputs belong to different graphs";
+      }
+    }
+  }
+  if (g == nullptr) CHANFLOW_THROW(Error) << "op '" << d.type() << "': no input nodes";
+  std::vector<int64_t> operands;
+  std::vector<uint32_t> start{0};
+  for (const ArgSpec& a : s.inputs()) {
+    size_t count = 0;
+    for (const auto& [slot, nodes] : inputs) {
+      if (slot != a.name) continue;
+      for (const Node& n : nodes) operands.push_back(n.id());
+      count += nodes.size();
+    }
+    if (count == 0 && a.required) {
+      CHANFLOW_THROW(Error) << "op '" << d.type() << "': input slot '" << a.name << "' is required";
+    }
+    start.push_back(start.back() + static_cast<uint32_t>(count));
+  }
+  NodeData& n = g->nodes.emplace_back();
+  try {
+    n.id = static_cast<int64_t>(g->nodes.size()) - 1;
+    n.op = OpKind::kTable;
+    n.def = &d;
+    n.desc = desc;
+    n.operands = std::move(operands);
+    n.in_start = std::move(start);
+    n.out_slot = out_slot;
+    const std::string& slot_name = s.outputs().at(static_cast<size_t>(out_slot)).name;
+    n.name = d.type() + std::to_string(n.id) + (out_slot == 0 ? "" : "." + slot_name);
+    BuildInfer infer(*g, n);
+    d.infer(AttrReader(s, desc), infer);
+    if (!infer.out) {
+      CHANFLOW_THROW(Error) << "op '" << d.type() << "': output slot '" << slot_name
+                            << "' is not computed from these inputs";
+    }
+    for (int64_t e : infer.out->shape) {
+      if (e < 0) {
+        CHANFLOW_THROW(ShapeError)
+            << "op '" << d.type() << "': output '" << slot_name << "' has an unknown extent";
+      }
+    }
+    n.shape = infer.out->shape;
+    n.dtype = infer.out->dtype;
+    check_node_shape(n);
+  } catch (...) {
+    g->nodes.pop_back();
+    throw;
+  }
+  return {g, n.id};
+}
+
+int output_slot_of(const OpDef& d, const std::string& output) {
+  if (output.empty()) return 0;
+  const int k = d.output_slot(output);
+  if (k < 0) {
+    std::string known;
+    for (const ArgSpec& a : d.schema().outputs()) known += (known.empty() ? "" : ", ") + a.name;
+    CHANFLOW_THROW(Error) << "op '" << d.type() << "': no output slot '" << output
+                          << "' (it has: " << known << ")";
+  }
+  return k;
+}
+
+class EvalCall final : public KernelCall {
+ public:
+  EvalCall(const NodeData& n, const Tensor* in, const Context* ctx) : n_(n), in_(in), ctx_(ctx) {}
+  size_t num_inputs(int slot) const override {
+    const auto s = static_cast<size_t>(slot);
+    return slot >= 0 && s + 1 < n_.in_start.size() ? n_.in_start[s + 1] - n_.in_start[s] : 0;
+  }
+  Tensor input(int slot, size_t i) const override {
+    if (i >= num_inputs(slot)) {
+      CHANFLOW_THROW(Error) << describe(n_) << ": input slot #" << slot << " has no value #" << i;
+    }
+    return in_[n_.in_start[static_cast<size_t>(slot)] + i];
+  }
+  size_t num_outputs(int slot) const override { return slot == n_.out_slot ? 1 : 0; }
+  Tensor take_output(int, size_t) override { return {}; }
+  void set_output(int slot, Tensor value, size_t i) override {
+    if (slot == n_.out_slot && i == 0) out = std::move(value);
+  }
+  KernelOptions options(int64_t work, WorkKind kind) const override {
+    KernelOptions o;
+    if (ctx_ != nullptr && chunk_by_policy(o, work, kind, [c = ctx_] { check_context(*c); })) {
+      check_context(*ctx_);
+    }
+    return o;
+  }
+  Tensor out;
+
+ private:
+  const NodeData& n_;
+  const Tensor* in_;
+  const Context* ctx_;
+};
+
+// The gradient rule's view of a table op node: values are node ids of its graph.
+class GraphGradCall final : public GradCall {
+ public:
+  explicit GraphGradCall(Vjp& v) : v_(v) {}
+  GradValue input(int slot, size_t i) override {
+    const int64_t k = operand_index(slot, i);
+    return k < 0 ? GradValue{} : GradValue{v_.x[static_cast<size_t>(k)].id()};
+  }
+  GradValue output(int slot, size_t i) override {
+    if (i != 0 || slot < 0 || static_cast<size_t>(slot) >= v_.n.def->schema().outputs().size()) {
+      return {};
+    }
+    if (slot == v_.n.out_slot) return GradValue{v_.y.id()};
+    // A sibling node computing that output of the same op.
+    OpInputs ins;
+    const OpSchema& s = v_.n.def->schema();
+    for (size_t k = 0; k + 1 < v_.n.in_start.size(); ++k) {
+      std::vector<Node> nodes;
+      for (uint32_t j = v_.n.in_start[k]; j < v_.n.in_start[k + 1]; ++j) nodes.push_back(v_.x[j]);
+      if (!nodes.empty()) ins.emplace_back(s.inputs()[k].name, std::move(nodes));
+    }
+    return GradValue{build_table_node(*v_.n.def, v_.n.desc, ins, slot).id()};
+  }
+  GradValue output_grad(int slot, size_t i) override {
+    return slot == v_.n.out_slot && i == 0 ? GradValue{v_.g.id()} : GradValue{};
+  }
+  bool needs_grad(int slot, size_t i) const override {
+    const int64_t k = operand_index(slot, i);
+    return k >= 0 && v_.need(static_cast<size_t>(k));
+  }
+  void set_input_grad(int slot, GradValue g, size_t i) override {
+    const int64_t k = operand_index(slot, i);
+    if (k < 0 || !g.valid() || !v_.need(static_cast<size_t>(k))) return;
+    Node gn(v_.y.impl(), g.id);
+    Node& out = v_.out[static_cast<size_t>(k)];
+    out = out.valid() ? add(out, gn) : gn;
+  }
+  std::vector<GradValue> emit(const std::string& type, const Inputs& inputs,
+                              const OpDesc::Attrs& attrs,
+                              const std::vector<std::string>& outputs) override {
+    OpInputs ins;
+    for (const auto& [slot, values] : inputs) {
+      std::vector<Node> nodes;
+      for (const GradValue& gv : values) {
+        if (gv.valid()) nodes.emplace_back(v_.y.impl(), gv.id);
+      }
+      if (!nodes.empty()) ins.emplace_back(slot, std::move(nodes));
+    }
+    std::vector<GradValue> r;
+    for (const std::string& o : outputs) r.push_back(GradValue{op(type, ins, attrs, o).id()});
+    return r;
+  }
+  const OpDesc& forward() const override { return v_.n.desc; }
+
+ private:
+  int64_t operand_index(int slot, size_t i) const {
+    const auto s = static_cast<size_t>(slot);
+    if (slot < 0 || s + 1 >= v_.n.in_start.size()) return -1;
+    const size_t k = v_.n.in_start[s] + i;
+    return k < v_.n.in_start[s + 1] ? static_cast<int64_t>(k) : -1;
+  }
+  Vjp& v_;
+};
+
+}  // namespace
+
+Tensor eval_table(const NodeData& n, const Tensor* operands, const Context* ctx) {
+  EvalCall call(n, operands, ctx);
+  try {
+    n.def->run(AttrReader(n.def->schema(), n.desc), call);
+  } catch (const ShapeError& e) {
+    CHANFLOW_THROW(ShapeError) << describe(n) << ": " << e.what();
+  } catch (const TypeError& e) {
+    CHANFLOW_THROW(TypeError) << describe(n) << ": " << e.what();
+  }
+  if (!call.out.defined()) {
+    CHANFLOW_THROW(Error) << describe(n) << ": the kernel did not compute the output";
+  }
+  if (call.out.dtype() != n.dtype) {
+    CHANFLOW_THROW(TypeError) << describe(n) << ": inferred dtype " << n.dtype
+                              << " but the kernel gave " << call.out.dtype();
+  }
+  return call.out;
+}
+
+void table_vjp(Vjp& v) {
+  bool any = false;
+  for (size_t k = 0; k < v.x.size(); ++k) any = any || v.need(k);
+  if (!any) return;
+  if (!v.n.def->has_grad()) {
+    CHANFLOW_THROW(Error) << "grad: " << describe(v.n) << " has no gradient"
+                          << (v.n.def->no_grad_reason().empty() ? ""
+                                                                : ": " + v.n.def->no_grad_reason());
+  }
+  GraphGradCall call(v);
+  v.n.def->grad(AttrReader(v.n.def->schema(), v.n.desc), call);
+}
+
+}  // namespace detail
+
+Node op(const std::string& type, const OpInputs& inputs, const OpDesc::Attrs& attrs,
+        const std::string& output) {
+  const OpDef& d = detail::def_for(type);
+  return detail::build_table_node(d, detail::make_desc(d, attrs), inputs,
+                                  detail::output_slot_of(d, output));
+}
+
+std::map<std::string, Node> op_outputs(const std::string& type, const OpInputs& inputs,
+                                       const OpDesc::Attrs& attrs,
+                                       const std::vector<std::string>& outputs) {
+  const OpDef& d = detail::def_for(type);
+  const OpDesc desc = detail::make_desc(d, attrs);
+  std::vector<std::string> names = outputs;
+  if (names.empty()) {
+    for (const ArgSpec& a : d.schema().outputs()) names.push_back(a.name);
+  }
+  std::map<std::string, Node> r;
+  for (const std::string& o : names) {
+    r.emplace(o, detail::build_table_node(d, desc, inputs, detail::output_slot_of(d, o)));
+  }
+  return r;
+}
+
+}  // namespace chanflow
