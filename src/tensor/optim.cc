@@ -92,7 +92,7 @@ const T* read_ptr(const Tensor& t, Tensor& hold) {
 
 void sgd_step(Tensor& param, const Tensor& grad, Tensor* momentum_buf, const Tensor& lr,
               const SgdOptions& o, const KernelOptions& opts) {
-  constexpr const char* op = "sgd_step";
+  const char* const op = "sgd_step";
   check_param(param, op);
   check_like(grad, param, op, "grad");
   const double lr_v = read_scalar(lr, op, "lr");
@@ -146,7 +146,7 @@ void sgd_step(Tensor& param, const Tensor& grad, Tensor* momentum_buf, const Ten
 
 void adam_step(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, int64_t step,
                const Tensor& lr, const AdamOptions& o, const KernelOptions& opts) {
-  constexpr const char* op = "adam_step";
+  const char* const op = "adam_step";
   check_param(param, op);
   check_like(grad, param, op, "grad");
   check_like(m, param, op, "m");
@@ -200,7 +200,7 @@ void adam_step(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, int64_t 
 }
 
 void paddle_sgd(Tensor& param, const Tensor& grad, const Tensor& lr, const KernelOptions& opts) {
-  constexpr const char* op = "paddle_sgd";
+  const char* const op = "paddle_sgd";
   check_param(param, op, "Param");
   check_like(grad, param, op, "Grad", "Param");
   const double lr_v = read_scalar(lr, op, "LearningRate");
@@ -218,7 +218,7 @@ void paddle_sgd(Tensor& param, const Tensor& grad, const Tensor& lr, const Kerne
 
 void paddle_momentum(Tensor& param, const Tensor& grad, Tensor& velocity, const Tensor& lr,
                      double mu, bool use_nesterov, const KernelOptions& opts) {
-  constexpr const char* op = "paddle_momentum";
+  const char* const op = "paddle_momentum";
   check_param(param, op, "Param");
   check_like(grad, param, op, "Grad", "Param");
   check_like(velocity, param, op, "Velocity", "Param");
@@ -246,7 +246,7 @@ void paddle_momentum(Tensor& param, const Tensor& grad, Tensor& velocity, const 
 void paddle_adam(Tensor& param, const Tensor& grad, Tensor& moment1, Tensor& moment2,
                  const Tensor& lr, const Tensor& beta1_pow, const Tensor& beta2_pow, double beta1,
                  double beta2, double epsilon, const KernelOptions& opts) {
-  constexpr const char* op = "paddle_adam";
+  const char* const op = "paddle_adam";
   check_param(param, op, "Param");
   check_like(grad, param, op, "Grad", "Param");
   check_like(moment1, param, op, "Moment1", "Param");
@@ -305,12 +305,12 @@ double global_norm(const std::vector<Tensor>& grads) {
       int64_t i = 0;
       for (; i + 4 <= n; i += 4) {
         for (int j = 0; j < 4; ++j) {
-          const double x = static_cast<double>(g[i + j]);
+          const auto x = static_cast<double>(g[i + j]);
           s[j] += x * x;
         }
       }
       for (; i < n; ++i) {
-        const double x = static_cast<double>(g[i]);
+        const auto x = static_cast<double>(g[i]);
         s[0] += x * x;
       }
       sum += (s[0] + s[1]) + (s[2] + s[3]);
@@ -341,7 +341,7 @@ double clip_by_global_norm(std::vector<Tensor>& grads, double max_norm, const Ke
 }
 
 void l2_decay(Tensor& grad, const Tensor& param, double coeff, const KernelOptions& opts) {
-  constexpr const char* op = "l2_decay";
+  const char* const op = "l2_decay";
   check_param(grad, op, "grad");
   check_like(param, grad, op, "param", "grad");
   if (!std::isfinite(coeff)) {
