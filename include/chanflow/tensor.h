@@ -12,6 +12,7 @@
 #include "chanflow/tensor/dlpack_interop.h"
 #include "chanflow/tensor/dtype.h"
 #include "chanflow/tensor/memory_budget.h"
+#include "chanflow/tensor/nn.h"
 #include "chanflow/tensor/npy.h"
 #include "chanflow/tensor/ops.h"
 #include "chanflow/tensor/random.h"
