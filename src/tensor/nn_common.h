@@ -117,8 +117,8 @@ inline void require_grad_pair(const Tensor& a, const char* an, const Tensor& b, 
   require_float(a, op, an);
   require_float(b, op, bn);
   if (a.dtype() != b.dtype()) {
-    CHANFLOW_THROW(TypeError) << op << ": " << an << " (" << dtype_name(a.dtype()) << ") and "
-                              << bn << " (" << dtype_name(b.dtype()) << ") must share a dtype";
+    CHANFLOW_THROW(TypeError) << op << ": " << an << " (" << dtype_name(a.dtype()) << ") and " << bn
+                              << " (" << dtype_name(b.dtype()) << ") must share a dtype";
   }
   if (a.shape() != b.shape()) {
     CHANFLOW_THROW(ShapeError) << op << ": " << an << " " << shape_to_string(a.shape()) << " and "

@@ -245,9 +245,8 @@ Tensor cross_entropy_grad(const Tensor& x, const Tensor& label, const Tensor& gr
   return xent_grad<double>(x, label, grad_y, soft_label, ignore_index, r, opts);
 }
 
-SoftmaxWithCrossEntropyResult softmax_with_cross_entropy(const Tensor& logits,
-                                                         const Tensor& label, bool soft_label,
-                                                         int64_t ignore_index,
+SoftmaxWithCrossEntropyResult softmax_with_cross_entropy(const Tensor& logits, const Tensor& label,
+                                                         bool soft_label, int64_t ignore_index,
                                                          const KernelOptions& opts) {
   constexpr const char* kOp = "softmax_with_cross_entropy";
   detail::require_float(logits, kOp, "logits");

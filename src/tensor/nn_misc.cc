@@ -169,8 +169,8 @@ std::vector<Tensor> split_sections(const Tensor& x, const std::vector<int64_t>& 
   }
   if (unknown >= 0) {
     if (known > extent) {
-      CHANFLOW_THROW(ShapeError) << kOp << ": sections sum to " << known << ", more than the extent "
-                                 << extent << " of axis " << ax;
+      CHANFLOW_THROW(ShapeError) << kOp << ": sections sum to " << known
+                                 << ", more than the extent " << extent << " of axis " << ax;
     }
     ext[static_cast<size_t>(unknown)] = extent - known;
   } else if (known != extent) {

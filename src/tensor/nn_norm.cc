@@ -384,10 +384,9 @@ Tensor batch_norm_infer(const Tensor& x, const Tensor& scale, const Tensor& bias
   return bn_infer<double>(x, scale, bias, mean, var, epsilon, v, opts);
 }
 
-BatchNormGradResult batch_norm_grad(const Tensor& x, const Tensor& scale,
-                                    const Tensor& saved_mean, const Tensor& saved_variance,
-                                    const Tensor& grad_y, float epsilon, DataLayout layout,
-                                    const KernelOptions& opts) {
+BatchNormGradResult batch_norm_grad(const Tensor& x, const Tensor& scale, const Tensor& saved_mean,
+                                    const Tensor& saved_variance, const Tensor& grad_y,
+                                    float epsilon, DataLayout layout, const KernelOptions& opts) {
   constexpr const char* kOp = "batch_norm_grad";
   detail::require_float(x, kOp, "x");
   const ChannelView v = channel_view(x, layout, kOp);

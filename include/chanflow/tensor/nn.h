@@ -90,9 +90,9 @@ struct BatchNormGradResult {
 // checked, but not used: saved_variance already holds the inverse std.
 CHANFLOW_API BatchNormGradResult batch_norm_grad(const Tensor& x, const Tensor& scale,
                                                  const Tensor& saved_mean,
-                                                 const Tensor& saved_variance,
-                                                 const Tensor& grad_y, float epsilon,
-                                                 DataLayout layout, const KernelOptions& opts = {});
+                                                 const Tensor& saved_variance, const Tensor& grad_y,
+                                                 float epsilon, DataLayout layout,
+                                                 const KernelOptions& opts = {});
 
 // ---- dropout (Paddle's dropout op, dropout_implementation "downgrade_in_infer") ----
 
@@ -146,9 +146,9 @@ struct SoftmaxWithCrossEntropyResult {
 // and the loss is computed stably in log-sum-exp form, log(sum(exp(z))) - z[label] (hard) or
 // sum(label * (log(sum(exp(z))) - z)) (soft), which is -log(softmax[label]) without the rounding
 // of taking the log of a tiny probability.
-CHANFLOW_API SoftmaxWithCrossEntropyResult softmax_with_cross_entropy(
-    const Tensor& logits, const Tensor& label, bool soft_label = false,
-    int64_t ignore_index = -100, const KernelOptions& opts = {});
+CHANFLOW_API SoftmaxWithCrossEntropyResult
+softmax_with_cross_entropy(const Tensor& logits, const Tensor& label, bool soft_label = false,
+                           int64_t ignore_index = -100, const KernelOptions& opts = {});
 // grad_logits = (softmax - onehot(label)) * grad_loss (hard; ignored rows get 0) or
 // (softmax - label) * grad_loss (soft); grad_loss has the loss's shape.
 CHANFLOW_API Tensor softmax_with_cross_entropy_grad(const Tensor& softmax, const Tensor& label,
@@ -184,17 +184,20 @@ CHANFLOW_API AccuracyResult accuracy(const Tensor& indices, const Tensor& label,
 
 // max(x, alpha * x) as Paddle computes it (x < alpha * x ? alpha * x : x; for 0 <= alpha <= 1 this
 // is x for x >= 0 and alpha * x below).
-CHANFLOW_API Tensor leaky_relu(const Tensor& x, float alpha = 0.02f, const KernelOptions& opts = {});
+CHANFLOW_API Tensor leaky_relu(const Tensor& x, float alpha = 0.02f,
+                               const KernelOptions& opts = {});
 // grad_out * (x < 0 ? alpha : x >= 0 ? 1 : 0) (Paddle's formula: a NaN x gives 0 * grad_out).
 CHANFLOW_API Tensor leaky_relu_grad(const Tensor& x, const Tensor& grad_out, float alpha = 0.02f,
                                     const KernelOptions& opts = {});
 // grad * (out > 0), out = relu(x).
-CHANFLOW_API Tensor relu_grad(const Tensor& out, const Tensor& grad, const KernelOptions& opts = {});
+CHANFLOW_API Tensor relu_grad(const Tensor& out, const Tensor& grad,
+                              const KernelOptions& opts = {});
 // grad * out * (1 - out), out = sigmoid(x).
 CHANFLOW_API Tensor sigmoid_grad(const Tensor& out, const Tensor& grad,
                                  const KernelOptions& opts = {});
 // grad * (1 - out * out), out = tanh(x).
-CHANFLOW_API Tensor tanh_grad(const Tensor& out, const Tensor& grad, const KernelOptions& opts = {});
+CHANFLOW_API Tensor tanh_grad(const Tensor& out, const Tensor& grad,
+                              const KernelOptions& opts = {});
 // (grad - sum(grad * out, axis)) * out, out = softmax(x, axis).
 CHANFLOW_API Tensor softmax_grad(const Tensor& out, const Tensor& grad, int64_t axis = -1,
                                  const KernelOptions& opts = {});
