@@ -2,14 +2,17 @@
 // (see nn.h).
 //
 // Batch norm views x as (outer, C, inner): NCHW is (N, C, H*W...), NHWC is (N*H*W..., C, 1). The
-// statistics take one pass over x: per channel, sums of (x - shift) and its square in double, with
-// shift the channel's first element so that the one-pass variance does not cancel when |mean| is
-// large against the spread. The normalisation is a second pass, y = x * a[c] + b[c]. So training
-// reads x twice and writes y once; inference reads once and writes once.
+// statistics take one pass over x: per channel, sums of (x - shift) and its square (blocks in x's
+// type, accumulated across blocks in double), with shift the channel's first element so that the
+// one-pass variance does not cancel when |mean| is large against the spread. The normalisation is a
+// second pass, y = x * a[c] + b[c]. So training reads x twice and writes y once; inference reads
+// once and writes once.
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <string_view>
+#include <type_traits>
 
 #include "nn_common.h"
 
@@ -94,40 +97,50 @@ void channel_sums(const T* P, const double* pc, const T* Q, const double* qc, co
     }
     return;
   }
+  // Along a row: blocks of kBlock elements summed in T with kLanes independent partial sums (a
+  // loop the compiler vectorises), each block's sums then added in double. In float32 a block's
+  // rounding is ~1e-7 relative, and the double sums across blocks keep it there for any M.
   const int64_t piece = std::max<int64_t>(1, clock.chunk());
-  constexpr int kLanes = 8;
+  constexpr int kLanes = 16;
+  constexpr int64_t kBlock = 256;
   for (int64_t o = 0; o < v.outer; ++o) {
     for (int64_t c = 0; c < C; ++c) {
       const int64_t row = (o * C + c) * v.inner;
+      const T pcc = static_cast<T>(pc[c]);
+      const T qcc = static_cast<T>(qc[c]);
       for (int64_t lo = 0; lo < v.inner; lo += piece) {
         const int64_t n = std::min(piece, v.inner - lo);
         clock.before(n);
         const T* __restrict pr = P + row + lo;
         const T* __restrict qr = Q + row + lo;
-        const double pcc = pc[c];
-        const double qcc = qc[c];
-        double l1[kLanes] = {};
-        double l2[kLanes] = {};
-        int64_t i = 0;
-        for (; i + kLanes <= n; i += kLanes) {
-          for (int j = 0; j < kLanes; ++j) {
-            const double p = static_cast<double>(pr[i + j]) - pcc;
-            const double q = static_cast<double>(qr[i + j]) - qcc;
-            l1[j] += p;
-            l2[j] += p * q;
-          }
-        }
         double a1 = 0;
         double a2 = 0;
+        int64_t i = 0;
+        for (; i + kBlock <= n; i += kBlock) {
+          T l1[kLanes] = {};
+          T l2[kLanes] = {};
+          for (int64_t b = i; b < i + kBlock; b += kLanes) {
+            for (int j = 0; j < kLanes; ++j) {
+              const T p = pr[b + j] - pcc;
+              const T q = qr[b + j] - qcc;
+              l1[j] += p;
+              l2[j] += p * q;
+            }
+          }
+          T b1 = 0;
+          T b2 = 0;
+          for (int j = 0; j < kLanes; ++j) {
+            b1 += l1[j];
+            b2 += l2[j];
+          }
+          a1 += static_cast<double>(b1);
+          a2 += static_cast<double>(b2);
+        }
         for (; i < n; ++i) {
-          const double p = static_cast<double>(pr[i]) - pcc;
-          const double q = static_cast<double>(qr[i]) - qcc;
+          const double p = static_cast<double>(pr[i]) - pc[c];
+          const double q = static_cast<double>(qr[i]) - qc[c];
           a1 += p;
           a2 += p * q;
-        }
-        for (int j = 0; j < kLanes; ++j) {
-          a1 += l1[j];
-          a2 += l2[j];
         }
         s1[c] += a1;
         s2[c] += a2;
@@ -327,10 +340,25 @@ inline uint64_t splitmix64_at(uint64_t seed, uint64_t i) {
 template <class T>
 void dropout_run(const T* __restrict x, T* __restrict out, T* __restrict mask, int64_t begin,
                  int64_t n, uint64_t seed, uint64_t threshold) {
-  for (int64_t i = 0; i < n; ++i) {
-    const bool keep = (splitmix64_at(seed, static_cast<uint64_t>(begin + i)) >> 11) >= threshold;
-    mask[i] = keep ? T{1} : T{0};
-    out[i] = keep ? x[i] : T{0};
+  // In blocks: first the keep words of a block (the hash, scalar 64-bit multiplies: this loop
+  // bounds the kernel's speed), then a branch-free apply (the decisions are random): the
+  // output's bits are x's bits and-ed with an all-ones or all-zeros word, so a dropped NaN or
+  // infinity gives +0 as Paddle's select does.
+  using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+  constexpr int64_t kBlock = 512;
+  Bits keep[kBlock];
+  for (int64_t lo = 0; lo < n; lo += kBlock) {
+    const int64_t m = std::min(kBlock, n - lo);
+    const auto first = static_cast<uint64_t>(begin + lo);
+    for (int64_t i = 0; i < m; ++i) {
+      const uint64_t h = splitmix64_at(seed, first + static_cast<uint64_t>(i));
+      keep[i] = Bits{0} - static_cast<Bits>((h >> 11) >= threshold);
+    }
+    const Bits one = std::bit_cast<Bits>(T{1});
+    for (int64_t i = 0; i < m; ++i) {
+      mask[lo + i] = std::bit_cast<T>(static_cast<Bits>(one & keep[i]));
+      out[lo + i] = std::bit_cast<T>(static_cast<Bits>(std::bit_cast<Bits>(x[lo + i]) & keep[i]));
+    }
   }
 }
 
