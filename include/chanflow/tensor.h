@@ -14,6 +14,7 @@
 #include "chanflow/tensor/dtype.h"
 #include "chanflow/tensor/init.h"
 #include "chanflow/tensor/memory_budget.h"
+#include "chanflow/tensor/nn.h"
 #include "chanflow/tensor/npy.h"
 #include "chanflow/tensor/ops.h"
 #include "chanflow/tensor/optim.h"
