@@ -5,4 +5,5 @@
 #include "chanflow/exec/channels.h"
 #include "chanflow/exec/executor.h"
 #include "chanflow/exec/op_registry.h"
+#include "chanflow/exec/persistent_scope.h"
 #include "chanflow/exec/scope.h"

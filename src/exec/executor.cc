@@ -150,11 +150,63 @@ void feed_channels(const PreparedProgram& p, const Scope& root,
 
 }  // namespace
 
+namespace {
+
+// Moves a PersistentScope's tensors into a run's block 0 scope and, when the run ends however it
+// ends, their final values back (handles: the root keeps its reference for the fetches, and is
+// dropped before the next run).
+class PersistentVars {
+ public:
+  PersistentVars(const PreparedProgram& p, const Scope& root, PersistentScope* scope)
+      : root_(root), scope_(scope) {
+    if (scope_ == nullptr) return;
+    std::vector<std::string> names;
+    for (size_t i = 0; i < p.block0_vars.size(); ++i) {
+      const VarDesc& v = p.block0_vars[i];
+      if (v->persistable && v->type == static_cast<int64_t>(VarType::kLoDTensor)) {
+        names.push_back(v->name);
+        slots_.push_back(static_cast<int32_t>(i));
+      }
+    }
+    names_ = names;
+    taken_ = scope_->check_out(names);
+    for (size_t k = 0; k < names_.size(); ++k) {
+      auto it = taken_.find(names_[k]);
+      if (it != taken_.end()) root_->set(slots_[k], it->second);
+    }
+    // The root holds them now (and the originals stay in taken_ until the run ends, in case it
+    // ends without a value: released there so the run's kernels see unique tensors).
+    for (auto& [name, t] : taken_) t = Tensor();
+  }
+  ~PersistentVars() {
+    if (scope_ == nullptr) return;
+    std::map<std::string, Tensor> back;
+    for (size_t k = 0; k < names_.size(); ++k) {
+      ObjectRef v = root_->get(slots_[k]);
+      if (v.defined() && v->is_instance<TensorObj>()) back.emplace(names_[k], downcast<Tensor>(v));
+    }
+    scope_->check_in(std::move(back));
+  }
+  PersistentVars(const PersistentVars&) = delete;
+  PersistentVars& operator=(const PersistentVars&) = delete;
+
+ private:
+  Scope root_;
+  PersistentScope* scope_;
+  std::vector<std::string> names_;
+  std::vector<int32_t> slots_;
+  std::map<std::string, Tensor> taken_;
+};
+
+}  // namespace
+
 Scope Executor::run_impl(const Context& ctx, const Program& program,
                          const std::map<std::string, Tensor>& feed,
-                         const std::map<std::string, Channel>& channels) {
+                         const std::map<std::string, Channel>& channels,
+                         PersistentScope* persistent) {
   std::shared_ptr<const PreparedProgram> prog = prepared(program);
   Scope root = Scope::make(Scope(), prog->blocks[0].names);
+  const PersistentVars persistent_vars(*prog, root, persistent);
   feed_vars(*prog, root, feed);
   feed_channels(*prog, root, channels);
   if (std::exception_ptr e = ctx.err()) {
@@ -246,7 +298,25 @@ std::map<std::string, Tensor> Executor::run(const Context& ctx, const Program& p
                                             const std::map<std::string, Tensor>& feed,
                                             const std::vector<std::string>& fetch,
                                             const std::map<std::string, Channel>& channels) {
-  Scope root = run_impl(ctx, program, feed, channels);
+  return fetch_from(run_impl(ctx, program, feed, channels), fetch);
+}
+
+std::map<std::string, Tensor> Executor::run(const Context& ctx, const Program& program,
+                                            PersistentScope& scope,
+                                            const std::map<std::string, Tensor>& feed,
+                                            const std::vector<std::string>& fetch,
+                                            const std::map<std::string, Channel>& channels) {
+  return fetch_from(run_impl(ctx, program, feed, channels, &scope), fetch);
+}
+
+std::map<std::string, Tensor> Executor::run(const Program& program, PersistentScope& scope,
+                                            const std::map<std::string, Tensor>& feed,
+                                            const std::vector<std::string>& fetch) {
+  return run(background(), program, scope, feed, fetch);
+}
+
+std::map<std::string, Tensor> Executor::fetch_from(const Scope& root,
+                                                   const std::vector<std::string>& fetch) const {
   std::map<std::string, Tensor> out;
   for (const std::string& name : fetch) {
     std::optional<ObjectRef> v = root.find(name);

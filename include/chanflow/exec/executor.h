@@ -38,6 +38,7 @@
 
 #include "chanflow/core/export.h"
 #include "chanflow/core/locks.h"
+#include "chanflow/exec/persistent_scope.h"
 #include "chanflow/exec/scope.h"
 #include "chanflow/ir/program.h"
 #include "chanflow/runtime/channel.h"
@@ -106,6 +107,19 @@ class CHANFLOW_API Executor {
                                     const std::vector<std::string>& fetch = {},
                                     const std::map<std::string, Channel>& channels = {});
 
+  // The same, in `scope`: the program's persistable block 0 variables (parameters, optimiser
+  // state) start as the scope holds them and go back to it when the run ends, also when it fails
+  // (see persistent_scope.h). A feed of a persistable variable overrides the scope's value.
+  // Throws Error when another run uses the scope.
+  std::map<std::string, Tensor> run(const Context& ctx, const Program& program,
+                                    PersistentScope& scope,
+                                    const std::map<std::string, Tensor>& feed = {},
+                                    const std::vector<std::string>& fetch = {},
+                                    const std::map<std::string, Channel>& channels = {});
+  std::map<std::string, Tensor> run(const Program& program, PersistentScope& scope,
+                                    const std::map<std::string, Tensor>& feed = {},
+                                    const std::vector<std::string>& fetch = {});
+
   // Like run(), and also returns block 0's scope (every block 0 variable, channels too).
   Scope run_scope(const Program& program, const std::map<std::string, Tensor>& feed = {},
                   const std::map<std::string, Channel>& channels = {});
@@ -123,7 +137,10 @@ class CHANFLOW_API Executor {
   std::shared_ptr<const exec_detail::PreparedProgram> prepared(const Program& program);
   Scope run_impl(const Context& ctx, const Program& program,
                  const std::map<std::string, Tensor>& feed,
-                 const std::map<std::string, Channel>& channels);
+                 const std::map<std::string, Channel>& channels,
+                 PersistentScope* persistent = nullptr);
+  std::map<std::string, Tensor> fetch_from(const Scope& root,
+                                           const std::vector<std::string>& fetch) const;
 
   ExecutorOptions options_;
   std::unique_ptr<Scheduler> own_scheduler_;
