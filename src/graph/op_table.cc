@@ -128,8 +128,6 @@ void infer_softmax(Inference& c) {
 
 // ---- gradient helpers ----
 
-Node constant_in(const Node& like, const Tensor& t) { return like.graph().constant(t); }
-
 // Shapes a gradient to its operand: sums broadcast axes away and casts to the operand's dtype.
 Node fit(const Node& grad, const Node& operand) {
   Node r = grad;
@@ -192,7 +190,9 @@ void select_vjp(Vjp& v, const Node& mask_bool) {
   if (v.need(1)) v.out[1] = fit(v.g * (1.0 - mask), v.x[1]);
 }
 
-Node zero_like(const Vjp& v) { return constant_in(v.y, Tensor::scalar(0, v.n.dtype)); }
+// The forward op of the op table that a graph op computes, for vjp_by_rule: the op's gradient
+// is that row's rule (one definition for graphs and programs).
+OpDesc unary_forward(const char* type) { return OpDesc::make(type, {}, {}); }
 
 // ---- the table ----
 //
@@ -320,61 +320,43 @@ constexpr std::array<OpRow, kOpKinds> kOpTable = {{
      .form = Form::kUnary,
      .infer = infer_elementwise<same_dtype>,
      .eval = [](N, T in, K o) { return abs(in[0], o); },
-     .vjp =
-         [](Vjp& v) {
-           if (!v.need(0)) return;
-           const Node zero = zero_like(v);
-           v.out[0] =
-               v.g * (cast(greater(v.x[0], zero), v.n.dtype) - cast(less(v.x[0], zero), v.n.dtype));
-         }},
+     .vjp = [](Vjp& v) { vjp_by_rule(v, unary_forward("abs")); }},
     {.kind = OpKind::kExp,
      .name = "exp",
      .form = Form::kUnary,
      .infer = infer_elementwise<float_dtype>,
      .eval = [](N, T in, K o) { return exp(in[0], o); },
-     .vjp = [](Vjp& v) { unary_chain(v, v.y); }},
+     .vjp = [](Vjp& v) { vjp_by_rule(v, unary_forward("exp")); }},
     {.kind = OpKind::kLog,
      .name = "log",
      .form = Form::kUnary,
      .infer = infer_elementwise<float_dtype>,
      .eval = [](N, T in, K o) { return log(in[0], o); },
-     .vjp =
-         [](Vjp& v) {
-           if (v.need(0)) v.out[0] = fit(v.g / v.x[0], v.x[0]);
-         }},
+     .vjp = [](Vjp& v) { vjp_by_rule(v, unary_forward("log")); }},
     {.kind = OpKind::kSqrt,
      .name = "sqrt",
      .form = Form::kUnary,
      .infer = infer_elementwise<float_dtype>,
      .eval = [](N, T in, K o) { return sqrt(in[0], o); },
-     .vjp =
-         [](Vjp& v) {
-           if (v.need(0)) v.out[0] = fit(v.g * 0.5 / v.y, v.x[0]);
-         }},
+     .vjp = [](Vjp& v) { vjp_by_rule(v, unary_forward("sqrt")); }},
     {.kind = OpKind::kTanh,
      .name = "tanh",
      .form = Form::kUnary,
      .infer = infer_elementwise<float_dtype>,
      .eval = [](N, T in, K o) { return tanh(in[0], o); },
-     .vjp = [](Vjp& v) { unary_chain(v, 1.0 - v.y * v.y); }},
+     .vjp = [](Vjp& v) { vjp_by_rule(v, unary_forward("tanh")); }},
     {.kind = OpKind::kSigmoid,
      .name = "sigmoid",
      .form = Form::kUnary,
      .infer = infer_elementwise<float_dtype>,
      .eval = [](N, T in, K o) { return sigmoid(in[0], o); },
-     .vjp =
-         [](Vjp& v) {
-           if (v.need(0)) v.out[0] = fit(v.g * v.y * (1.0 - v.y), v.x[0]);
-         }},
+     .vjp = [](Vjp& v) { vjp_by_rule(v, unary_forward("sigmoid")); }},
     {.kind = OpKind::kRelu,
      .name = "relu",
      .form = Form::kUnary,
      .infer = infer_elementwise<same_dtype>,
      .eval = [](N, T in, K o) { return relu(in[0], o); },
-     .vjp =
-         [](Vjp& v) {
-           if (v.need(0)) v.out[0] = v.g * cast(greater(v.x[0], zero_like(v)), v.n.dtype);
-         }},
+     .vjp = [](Vjp& v) { vjp_by_rule(v, unary_forward("relu")); }},
     {.kind = OpKind::kSoftplus,
      .name = "softplus",
      .form = Form::kUnary,
@@ -439,7 +421,7 @@ constexpr std::array<OpRow, kOpKinds> kOpTable = {{
      .eval = [](N n, T in, K o) { return softmax(in[0], *n.axis, o); },
      .vjp =
          [](Vjp& v) {
-           if (v.need(0)) v.out[0] = fit(v.y * (v.g - sum(v.g * v.y, {*v.n.axis}, true)), v.x[0]);
+           vjp_by_rule(v, OpDesc::make("softmax", {}, {}, {{"axis", Attr::i(*v.n.axis)}}));
          }},
     {.kind = OpKind::kLogSoftmax,
      .name = "log_softmax",

@@ -91,6 +91,10 @@ inline const OpRow& op_row(OpKind k) noexcept { return kOpTable[static_cast<std:
 
 // The gradient of a table op node by its row's rule (table_ops.cc).
 void table_vjp(Vjp& v);
+// The gradient of a graph op node that computes what the op table's op `forward` computes (one
+// input X, one output Out: relu, tanh, log, softmax ...) by that row's rule, so the op has one
+// gradient definition whichever front end differentiates it (table_ops.cc).
+void vjp_by_rule(Vjp& v, const OpDesc& forward);
 
 // Build a node of kind `k` from the operands and attributes of its form (ops.cc): check the
 // operands belong to one graph, run the row's inference, append the node. `min_rank` > 0 requires

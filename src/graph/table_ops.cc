@@ -268,7 +268,57 @@ class GraphGradCall final : public GradCall {
   Vjp& v_;
 };
 
+// The rule's view of a graph op node (not a table node) computing the unary op `forward`:
+// input X is the node's operand, output Out the node, Out@GRAD the upstream gradient.
+class NativeGradCall final : public GradCall {
+ public:
+  NativeGradCall(Vjp& v, const OpDesc& forward) : v_(v), forward_(forward) {}
+  GradValue input(int slot, size_t i) override {
+    return slot == 0 && i == 0 ? GradValue{v_.x[0].id()} : GradValue{};
+  }
+  GradValue output(int slot, size_t i) override {
+    return slot == 0 && i == 0 ? GradValue{v_.y.id()} : GradValue{};
+  }
+  GradValue output_grad(int slot, size_t i) override {
+    return slot == 0 && i == 0 ? GradValue{v_.g.id()} : GradValue{};
+  }
+  bool needs_grad(int slot, size_t i) const override { return slot == 0 && i == 0 && v_.need(0); }
+  void set_input_grad(int slot, GradValue g, size_t i) override {
+    if (slot != 0 || i != 0 || !g.valid() || !v_.need(0)) return;
+    v_.out[0] = Node(v_.y.impl(), g.id);
+  }
+  std::vector<GradValue> emit(const std::string& type, const Inputs& inputs,
+                              const OpDesc::Attrs& attrs,
+                              const std::vector<std::string>& outputs) override {
+    OpInputs ins;
+    for (const auto& [slot, values] : inputs) {
+      std::vector<Node> nodes;
+      for (const GradValue& gv : values) {
+        if (gv.valid()) nodes.emplace_back(v_.y.impl(), gv.id);
+      }
+      if (!nodes.empty()) ins.emplace_back(slot, std::move(nodes));
+    }
+    std::vector<GradValue> r;
+    for (const std::string& o : outputs) r.push_back(GradValue{op(type, ins, attrs, o).id()});
+    return r;
+  }
+  const OpDesc& forward() const override { return forward_; }
+
+ private:
+  Vjp& v_;
+  const OpDesc& forward_;
+};
+
 }  // namespace
+
+void vjp_by_rule(Vjp& v, const OpDesc& forward) {
+  if (!v.need(0)) return;
+  const OpDef* d = find_op_def(forward.type());
+  CHANFLOW_CHECK(d != nullptr && d->has_grad())
+      << "graph: no gradient rule for " << forward.type() << " in the op table";
+  NativeGradCall call(v, forward);
+  d->grad(AttrReader(d->schema(), forward), call);
+}
 
 Tensor eval_table(const NodeData& n, const Tensor* operands, const Context* ctx) {
   EvalCall call(n, operands, ctx);
