@@ -48,6 +48,7 @@ from chanflow._native import (  # noqa: F401
     Graph,
     Node,
     OpContext,
+    PersistentScope,
     Program,
     ProgramBuilder,
     ProgramError,
@@ -60,6 +61,7 @@ from chanflow._native import (  # noqa: F401
     Var,
     VarType,
     __version__,
+    append_backward,
     from_dlpack,
     from_json,
     get_global_func,
@@ -68,6 +70,8 @@ from chanflow._native import (  # noqa: F401
     make_chan,
     grad,
     object_class,
+    op,
+    op_outputs,
     op_schema,
     op_types,
     recv_case,
@@ -75,6 +79,7 @@ from chanflow._native import (  # noqa: F401
     remove_global_func,
     select,
     send_case,
+    table_op_types,
     tensor,
     to_json,
     to_object,
@@ -92,9 +97,11 @@ __all__ = [
     "Array", "JSONError", "Map", "Object", "from_json", "object_class", "to_json", "to_object",
     "types",
     # programs
-    "BlockGuard", "ProgramBuilder", "SelectGuard", "Var", "VarType", "load_program",
-    # graphs and machines (the op functions are added below)
-    "GoMachine", "Graph", "Node", "OpContext", "TapeMachine", "grad",
+    "BlockGuard", "PersistentScope", "ProgramBuilder", "SelectGuard", "Var", "VarType",
+    "append_backward", "load_program",
+    # graphs and machines (the op functions are added below); the op table's ops
+    "GoMachine", "Graph", "Node", "OpContext", "TapeMachine", "grad", "op", "op_outputs",
+    "table_op_types",
     # channels
     "Channel", "SelectCase", "make_chan", "recv_case", "select", "send_case",
     # functions

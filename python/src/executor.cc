@@ -7,11 +7,14 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "chanflow/exec/executor.h"
+#include "chanflow/exec/persistent_scope.h"
 #include "chanflow/exec/scope.h"
+#include "chanflow/ops/backward.h"
 #include "chanflow/runtime/channel.h"
 #include "native.h"
 
@@ -138,8 +141,21 @@ Context run_context(py::handle timeout) {
                       std::chrono::nanoseconds(static_cast<int64_t>(std::llround(seconds * 1e9))));
 }
 
+// chanflow.PersistentScope: a shared handle (copies of the Python object share the scope).
+struct PyPersistentScope {
+  PersistentScope scope;
+};
+
 py::list run(PyExecutor& self, py::handle program, py::handle feed, py::handle fetch,
-             py::handle channels, py::handle timeout) {
+             py::handle channels, py::handle timeout, py::handle scope) {
+  PersistentScope* persistent = nullptr;
+  if (!scope.is_none()) {
+    if (!py::isinstance<PyPersistentScope>(scope)) {
+      throw_type_error("Executor.run: scope must be a chanflow.PersistentScope or None, got '" +
+                       type_name(scope) + "'");
+    }
+    persistent = &scope.cast<PyPersistentScope&>().scope;
+  }
   if (!py::isinstance<Program>(program)) {
     throw_type_error("Executor.run: program must be a chanflow.Program, got '" +
                      type_name(program) + "'");
@@ -155,7 +171,10 @@ py::list run(PyExecutor& self, py::handle program, py::handle feed, py::handle f
     // The run's other variables (tensors it made, channels and what they still buffer) are
     // dropped here too, without the GIL; so are the feeds (imported arrays are released later).
     try {
-      fetched = fetch_refs(self.get().run_scope(ctx, p, feeds, chans), fetches);
+      fetched =
+          fetch_refs(persistent != nullptr ? self.get().run_scope(ctx, p, *persistent, feeds, chans)
+                                           : self.get().run_scope(ctx, p, feeds, chans),
+                     fetches);
     } catch (...) {
       feeds.clear();
       throw;
@@ -187,7 +206,7 @@ void bind_executor(py::module_& m) {
            py::arg("workers") = 0, py::arg("max_threads") = 1'000'000, py::arg("max_memory") = -1)
       .def("run", &run, py::arg("program"), py::arg("feed") = py::none(),
            py::arg("fetch") = py::none(), py::arg("channels") = py::none(),
-           py::arg("timeout") = py::none(),
+           py::arg("timeout") = py::none(), py::arg("scope") = py::none(),
            "Runs block 0 of `program` and returns the fetched variables, in fetch order: Tensors, "
            "and Channels for channel variables. `channels` binds block 0 channel variables "
            "(name -> Channel) to channels the caller holds, so Python threads exchange values "
@@ -195,7 +214,67 @@ void bind_executor(py::module_& m) {
            "threads ended. "
            "Ctrl-C on the main thread stops it (KeyboardInterrupt); other signals' Python "
            "handlers run while it runs (one that raises stops it with its exception); "
-           "`timeout` seconds stop it with DeadlineExceededError.");
+           "`timeout` seconds stop it with DeadlineExceededError. With `scope` (a "
+           "PersistentScope) the program's persistable variables start as the scope holds them "
+           "and go back to it when the run ends.");
+
+  py::class_<PyPersistentScope>(
+      m, "PersistentScope",
+      "The variables that outlive a run (parameters, optimiser state): Paddle's global scope. "
+      "Give it to Executor.run(scope=...). A scope serves one run at a time.")
+      .def(py::init<>())
+      .def(
+          "find",
+          [](const PyPersistentScope& s, const std::string& name) -> py::object {
+            std::optional<Tensor> t = s.scope.find(name);
+            if (!t) return py::none();
+            return wrap_object(*t);
+          },
+          py::arg("name"), "The tensor of `name`, or None.")
+      .def(
+          "set",
+          [](PyPersistentScope& s, const std::string& name, py::handle value) {
+            s.scope.set(name, to_tensor(value, py::none()));
+          },
+          py::arg("name"), py::arg("value"), "Sets `name` to a tensor (an array is copied in).")
+      .def(
+          "erase",
+          [](PyPersistentScope& s, const std::string& name) { return s.scope.erase(name); },
+          py::arg("name"))
+      .def("names",
+           [](const PyPersistentScope& s) {
+             py::list out;
+             for (const std::string& n : s.scope.names()) out.append(py::str(n));
+             return out;
+           })
+      .def("__len__", [](const PyPersistentScope& s) { return s.scope.size(); })
+      .def("__contains__", [](const PyPersistentScope& s, const std::string& name) {
+        return s.scope.find(name).has_value();
+      });
+
+  m.def(
+      "append_backward",
+      [](const Program& program, const std::string& loss, py::handle parameter_list,
+         py::handle no_grad_set) {
+        std::vector<std::string> params;
+        if (!parameter_list.is_none()) {
+          for (auto v : py::iter(parameter_list)) params.push_back(v.cast<std::string>());
+        }
+        std::set<std::string> no_grad;
+        if (!no_grad_set.is_none()) {
+          for (auto v : py::iter(no_grad_set)) no_grad.insert(v.cast<std::string>());
+        }
+        BackwardResult r = append_backward(program, loss, params, no_grad);
+        py::list pairs;
+        for (const auto& [p, g] : r.params_and_grads) pairs.append(py::make_tuple(p, g));
+        return py::make_tuple(r.program, pairs);
+      },
+      py::arg("program"), py::arg("loss"), py::arg("parameter_list") = py::none(),
+      py::arg("no_grad_set") = py::none(),
+      "append_backward(program, loss, parameter_list=None, no_grad_set=None) -> (Program, "
+      "[(param, grad)])\n\nThe program with the gradient ops of `loss` appended to block 0 "
+      "(Paddle's naming: x@GRAD), by the op table's gradient rules, and the (parameter, "
+      "gradient variable) pairs. parameter_list None: every persistable float variable.");
 }
 
 }  // namespace chanflow::python

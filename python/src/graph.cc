@@ -34,7 +34,9 @@
 #include "chanflow/graph/graph.h"
 #include "chanflow/graph/op_list.h"
 #include "chanflow/graph/ops.h"
+#include "chanflow/graph/table_ops.h"
 #include "chanflow/graph/tape_machine.h"
+#include "chanflow/ops/op_table.h"
 #include "chanflow/runtime/scheduler.h"
 #include "native.h"
 
@@ -1200,6 +1202,91 @@ void bind_graph(py::module_& m) {
       "a node holding d loss / d node (same shape and dtype). loss must have one element and a "
       "float dtype. Appends the backward nodes to loss's graph; build machines after calling "
       "it.");
+
+  // The op table's ops as graph nodes (graph/table_ops.h).
+  auto table_inputs = [](const std::string& type, py::handle inputs, Graph* owner) {
+    if (!PyDict_Check(inputs.ptr())) {
+      throw_type_error("op('" + type +
+                       "'): inputs must be a dict of slot name -> Node or list "
+                       "of Nodes, got " +
+                       describe_value(inputs));
+    }
+    OpInputs out;
+    for (auto item : py::reinterpret_borrow<py::dict>(inputs)) {
+      if (!PyUnicode_Check(item.first.ptr())) {
+        throw_type_error("op('" + type + "'): input slot names must be str, got " +
+                         describe_value(item.first));
+      }
+      const std::string slot = item.first.cast<std::string>();
+      const std::string where = "op('" + type + "'): input '" + slot + "'";
+      std::vector<PyNode> nodes;
+      if (as_node(item.second) != nullptr) {
+        nodes.push_back(node_arg(item.second, where));
+      } else {
+        nodes = node_list_arg(item.second, where);
+      }
+      std::vector<Node> ns;
+      for (const PyNode& n : nodes) {
+        if (owner->impl() == nullptr) *owner = n.graph;
+        check_graph(*owner, n, where);
+        ns.push_back(n.node);
+      }
+      out.emplace_back(slot, std::move(ns));
+    }
+    if (owner->impl() == nullptr) throw Error("op('" + type + "'): no input nodes");
+    check_not_running(*owner, "op('" + type + "')");
+    return out;
+  };
+  m.def(
+      "op",
+      [table_inputs](const std::string& type, py::handle inputs, py::handle attrs,
+                     py::handle output) {
+        Graph g{std::shared_ptr<detail::GraphImpl>()};
+        OpInputs ins = table_inputs(type, inputs, &g);
+        OpDesc::Attrs a = attrs.is_none()
+                              ? OpDesc::Attrs{}
+                              : op_attrs_from_python(type, attrs, "op('" + type + "'): attrs");
+        const std::string out = output.is_none() ? std::string() : output.cast<std::string>();
+        return wrap_node(g, op(type, ins, a, out));
+      },
+      py::arg("type"), py::arg("inputs"), py::arg("attrs") = py::none(),
+      py::arg("output") = py::none(),
+      "op(type, inputs, attrs=None, output=None) -> Node\n\nA node of the op table's op `type` "
+      "(Paddle's names: 'conv2d', 'pool2d', 'batch_norm', 'mul', ...): inputs by slot name "
+      "({'Input': x, 'Filter': w}), attributes by name, the node of output slot `output` (the "
+      "first when None). cf.grad differentiates it with the op's gradient rule, the same one "
+      "program backward uses.");
+  m.def(
+      "op_outputs",
+      [table_inputs](const std::string& type, py::handle inputs, py::handle attrs,
+                     py::handle outputs) {
+        Graph g{std::shared_ptr<detail::GraphImpl>()};
+        OpInputs ins = table_inputs(type, inputs, &g);
+        OpDesc::Attrs a = attrs.is_none() ? OpDesc::Attrs{}
+                                          : op_attrs_from_python(
+                                                type, attrs, "op_outputs('" + type + "'): attrs");
+        std::vector<std::string> outs;
+        if (!outputs.is_none()) {
+          for (auto o : py::iter(outputs)) outs.push_back(py::str(o).cast<std::string>());
+        }
+        py::dict r;
+        for (const auto& [slot, n] : op_outputs(type, ins, a, outs))
+          r[py::str(slot)] = wrap_node(g, n);
+        return r;
+      },
+      py::arg("type"), py::arg("inputs"), py::arg("attrs") = py::none(),
+      py::arg("outputs") = py::none(),
+      "op_outputs(type, inputs, attrs=None, outputs=None) -> dict[str, Node]\n\nOne node per "
+      "output slot of `outputs` (every slot when None) of the op table's op `type`.");
+  m.def(
+      "table_op_types",
+      [] {
+        py::list out;
+        for (const std::string& t : op_def_types()) out.append(py::str(t));
+        return out;
+      },
+      "The op table's op types (those graphs build with op() have a kernel; the rest add a "
+      "gradient rule to an executor built-in).");
 
   py::class_<PyGoMachine>(
       m, "GoMachine",

@@ -287,6 +287,12 @@ Scope Executor::run_scope(const Context& ctx, const Program& program,
   return run_impl(ctx, program, feed, channels);
 }
 
+Scope Executor::run_scope(const Context& ctx, const Program& program, PersistentScope& scope,
+                          const std::map<std::string, Tensor>& feed,
+                          const std::map<std::string, Channel>& channels) {
+  return run_impl(ctx, program, feed, channels, &scope);
+}
+
 std::map<std::string, Tensor> Executor::run(const Program& program,
                                             const std::map<std::string, Tensor>& feed,
                                             const std::vector<std::string>& fetch,

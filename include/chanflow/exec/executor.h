@@ -127,6 +127,11 @@ class CHANFLOW_API Executor {
                   const std::map<std::string, Tensor>& feed = {},
                   const std::map<std::string, Channel>& channels = {});
 
+  // run_scope in a PersistentScope (see the run overload taking one).
+  Scope run_scope(const Context& ctx, const Program& program, PersistentScope& scope,
+                  const std::map<std::string, Tensor>& feed = {},
+                  const std::map<std::string, Channel>& channels = {});
+
   // Verifies and prepares `program` now (run() does it on first use). Throws ProgramError.
   void prepare(const Program& program);
 
