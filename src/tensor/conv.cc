@@ -230,13 +230,13 @@ Tiling plan_tiles(const Geom& g, int64_t itemsize, const KernelOptions& o, const
   return t;
 }
 
-// Calls between_chunks before a tile once a chunk's worth of work is done since the last call.
+// Calls between_chunks before a tile that would take the work since the last call past one chunk.
 class Chunker {
  public:
   explicit Chunker(const KernelOptions& o)
       : o_(o), chunk_(std::max<int64_t>(1, o.chunk_elements)) {}
   void before(int64_t work) {
-    if (o_.between_chunks && done_ >= chunk_) {
+    if (o_.between_chunks && done_ > 0 && done_ + work > chunk_) {
       o_.between_chunks();
       done_ = 0;
     }
