@@ -271,22 +271,40 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t
 // column iw0 + j * sw, valid for j in [lo, hi).
 template <class F>
 void for_each_segment(const Geom& g, int64_t tap_h, int64_t tap_w, int64_t p0, int64_t np, F&& f) {
-  int64_t p = p0;
   const int64_t end = p0 + np;
-  int64_t oh = g.ow > 0 ? p / g.ow : 0;
-  int64_t ow = g.ow > 0 ? p % g.ow : 0;
+  int64_t oh = p0 / g.ow;
+  int64_t ow = p0 % g.ow;
+  // Valid columns of a segment of `seg` pixels from output column `ow`; divisions only when the
+  // stride is not 1 and the segment is not a whole row (whose range is the same for every row).
+  const auto valid = [&](int64_t ow0, int64_t seg, int64_t* lo, int64_t* hi) {
+    const int64_t iw0 = ow0 * g.sw - g.pw + tap_w * g.dw;
+    if (g.sw == 1) {
+      *lo = std::clamp<int64_t>(-iw0, 0, seg);
+      *hi = std::clamp<int64_t>(g.w - iw0, *lo, seg);
+    } else {
+      *lo = std::min(iw0 >= 0 ? 0 : (-iw0 + g.sw - 1) / g.sw, seg);
+      *hi = std::clamp<int64_t>(g.w - 1 - iw0 >= 0 ? (g.w - 1 - iw0) / g.sw + 1 : 0, *lo, seg);
+    }
+  };
+  int64_t row_lo = 0;
+  int64_t row_hi = 0;
+  valid(0, g.ow, &row_lo, &row_hi);
+  const int64_t row_iw0 = -g.pw + tap_w * g.dw;
   int64_t off = 0;
-  while (p < end) {
+  for (int64_t p = p0; p < end;) {
     const int64_t seg = std::min(g.ow - ow, end - p);
     const int64_t ih = oh * g.sh - g.ph + tap_h * g.dh;
-    const int64_t iw0 = ow * g.sw - g.pw + tap_w * g.dw;
     int64_t lo = 0;
     int64_t hi = 0;
+    int64_t iw0 = row_iw0;
     if (ih >= 0 && ih < g.h) {
-      lo = iw0 >= 0 ? 0 : (-iw0 + g.sw - 1) / g.sw;
-      hi = g.w - 1 - iw0 >= 0 ? (g.w - 1 - iw0) / g.sw + 1 : 0;
-      lo = std::min(lo, seg);
-      hi = std::clamp(hi, lo, seg);
+      if (seg == g.ow) {
+        lo = row_lo;
+        hi = row_hi;
+      } else {
+        iw0 = ow * g.sw + row_iw0;
+        valid(ow, seg, &lo, &hi);
+      }
     }
     f(off, seg, ih, iw0, lo, hi);
     off += seg;
@@ -296,10 +314,76 @@ void for_each_segment(const Geom& g, int64_t tap_h, int64_t tap_w, int64_t p0, i
   }
 }
 
+// d[0, n) = s[0, n): fixed-size block copies the compiler inlines (rows are often a few elements,
+// where a memcpy call costs more than the copy).
+template <class T>
+inline void copy_run(T* __restrict d, const T* __restrict s, int64_t n) {
+  constexpr int64_t kBlock = 32 / static_cast<int64_t>(sizeof(T));
+  int64_t j = 0;
+  for (; j + kBlock <= n; j += kBlock) std::memcpy(d + j, s + j, 32);
+  for (; j < n; ++j) d[j] = s[j];
+}
+
+// im2col for whole output rows [oh0, oh0 + rows): every row of a tap has the same valid column
+// range, so the inner loop is a plain copy (the common case, kept free of per-segment logic).
+template <class T>
+void im2col_rows(const T* x, const Geom& geom, int64_t oh0, int64_t rows, T* col, int64_t ld) {
+  // Locals: the stores through T* could alias Geom's fields, which would reload them every row.
+  const int64_t cg = geom.cg, kh = geom.kh, kw = geom.kw, h = geom.h, w = geom.w, ow = geom.ow;
+  const int64_t sh = geom.sh, sw = geom.sw, ph = geom.ph, pw = geom.pw, dh = geom.dh, dw = geom.dw,
+                hw = geom.hw();
+  for (int64_t c = 0; c < cg; ++c) {
+    const T* plane = x + c * hw;
+    for (int64_t th = 0; th < kh; ++th) {
+      for (int64_t tw = 0; tw < kw; ++tw) {
+        T* d = col + ((c * kh + th) * kw + tw) * ld;
+        const int64_t iw0 = -pw + tw * dw;
+        int64_t lo = 0;
+        int64_t hi = 0;
+        if (sw == 1) {
+          lo = std::clamp<int64_t>(-iw0, 0, ow);
+          hi = std::clamp<int64_t>(w - iw0, lo, ow);
+        } else {
+          lo = std::min(iw0 >= 0 ? 0 : (-iw0 + sw - 1) / sw, ow);
+          hi = std::clamp<int64_t>(w - 1 - iw0 >= 0 ? (w - 1 - iw0) / sw + 1 : 0, lo, ow);
+        }
+        // Output rows [r0, r1) read input rows inside the plane; the others lie in the padding.
+        const int64_t base = -ph + th * dh;
+        const int64_t r0 =
+            std::clamp<int64_t>(base >= 0 ? 0 : (-base + sh - 1) / sh, oh0, oh0 + rows);
+        const int64_t r1 =
+            std::clamp<int64_t>(h - 1 - base >= 0 ? (h - 1 - base) / sh + 1 : 0, r0, oh0 + rows);
+        for (int64_t j = 0; j < (r0 - oh0) * ow; ++j) d[j] = T{0};
+        d += (r0 - oh0) * ow;
+        const T* s = plane + (r0 * sh + base) * w + iw0;
+        const int64_t step = sh * w;
+        if (sw == 1 && lo == 0 && hi == ow) {
+          for (int64_t oh = r0; oh < r1; ++oh, d += ow, s += step) copy_run(d, s, ow);
+        } else {
+          for (int64_t oh = r0; oh < r1; ++oh, d += ow, s += step) {
+            for (int64_t j = 0; j < lo; ++j) d[j] = T{0};
+            if (sw == 1) {
+              copy_run(d + lo, s + lo, hi - lo);
+            } else {
+              for (int64_t j = lo; j < hi; ++j) d[j] = s[j * sw];
+            }
+            for (int64_t j = hi; j < ow; ++j) d[j] = T{0};
+          }
+        }
+        for (int64_t j = 0; j < (oh0 + rows - r1) * ow; ++j) d[j] = T{0};
+      }
+    }
+  }
+}
+
 // Patch matrix of one sample's group (x: its first channel plane) for pixels [p0, p0 + np):
 // col row (c * KH + kh) * KW + kw, column j at col + row * ld + j.
 template <class T>
 void im2col(const T* x, const Geom& g, int64_t p0, int64_t np, T* col, int64_t ld) {
+  if (p0 % g.ow == 0 && np % g.ow == 0) {
+    im2col_rows(x, g, p0 / g.ow, np / g.ow, col, ld);
+    return;
+  }
   for (int64_t c = 0; c < g.cg; ++c) {
     const T* plane = x + c * g.hw();
     for (int64_t th = 0; th < g.kh; ++th) {
@@ -309,17 +393,60 @@ void im2col(const T* x, const Geom& g, int64_t p0, int64_t np, T* col, int64_t l
             g, th, tw, p0, np,
             [&](int64_t off, int64_t seg, int64_t ih, int64_t iw0, int64_t lo, int64_t hi) {
               T* d = dst + off;
-              std::fill(d, d + lo, T{0});
+              for (int64_t j = 0; j < lo; ++j) d[j] = T{0};
               if (hi > lo) {
                 const T* s = plane + ih * g.w + iw0;
                 if (g.sw == 1) {
-                  std::memcpy(d + lo, s + lo, static_cast<size_t>(hi - lo) * sizeof(T));
+                  copy_run(d + lo, s + lo, hi - lo);
                 } else {
                   for (int64_t j = lo; j < hi; ++j) d[j] = s[j * g.sw];
                 }
               }
-              std::fill(d + hi, d + seg, T{0});
+              for (int64_t j = hi; j < seg; ++j) d[j] = T{0};
             });
+      }
+    }
+  }
+}
+
+// col2im for whole output rows [oh0, oh0 + rows) (see im2col_rows).
+template <class T>
+void col2im_rows(const T* col, int64_t ld, const Geom& geom, int64_t oh0, int64_t rows, T* x) {
+  const int64_t cg = geom.cg, kh = geom.kh, kw = geom.kw, h = geom.h, w = geom.w, ow = geom.ow;
+  const int64_t sh = geom.sh, sw = geom.sw, ph = geom.ph, pw = geom.pw, dh = geom.dh, dw = geom.dw,
+                hw = geom.hw();
+  for (int64_t c = 0; c < cg; ++c) {
+    T* plane = x + c * hw;
+    for (int64_t th = 0; th < kh; ++th) {
+      for (int64_t tw = 0; tw < kw; ++tw) {
+        const T* src = col + ((c * kh + th) * kw + tw) * ld;
+        const int64_t iw0 = -pw + tw * dw;
+        int64_t lo = 0;
+        int64_t hi = 0;
+        if (sw == 1) {
+          lo = std::clamp<int64_t>(-iw0, 0, ow);
+          hi = std::clamp<int64_t>(w - iw0, lo, ow);
+        } else {
+          lo = std::min(iw0 >= 0 ? 0 : (-iw0 + sw - 1) / sw, ow);
+          hi = std::clamp<int64_t>(w - 1 - iw0 >= 0 ? (w - 1 - iw0) / sw + 1 : 0, lo, ow);
+        }
+        const int64_t base = -ph + th * dh;
+        const int64_t r0 =
+            std::clamp<int64_t>(base >= 0 ? 0 : (-base + sh - 1) / sh, oh0, oh0 + rows);
+        const int64_t r1 =
+            std::clamp<int64_t>(h - 1 - base >= 0 ? (h - 1 - base) / sh + 1 : 0, r0, oh0 + rows);
+        const T* s = src + (r0 - oh0) * ow;
+        T* d = plane + (r0 * sh + base) * w + iw0;
+        const int64_t step = sh * w;
+        for (int64_t oh = r0; oh < r1; ++oh, s += ow, d += step) {
+          const T* __restrict sr = s;
+          T* __restrict dr = d;
+          if (sw == 1) {
+            for (int64_t j = lo; j < hi; ++j) dr[j] += sr[j];
+          } else {
+            for (int64_t j = lo; j < hi; ++j) dr[j * sw] += sr[j];
+          }
+        }
       }
     }
   }
@@ -328,6 +455,10 @@ void im2col(const T* x, const Geom& g, int64_t p0, int64_t np, T* col, int64_t l
 // Adds a patch matrix (as im2col lays it out) back onto one sample's group of input planes.
 template <class T>
 void col2im(const T* col, int64_t ld, const Geom& g, int64_t p0, int64_t np, T* x) {
+  if (p0 % g.ow == 0 && np % g.ow == 0) {
+    col2im_rows(col, ld, g, p0 / g.ow, np / g.ow, x);
+    return;
+  }
   for (int64_t c = 0; c < g.cg; ++c) {
     T* plane = x + c * g.hw();
     for (int64_t th = 0; th < g.kh; ++th) {
