@@ -9,7 +9,15 @@
 //
 //   build/release/bench/tensor/chanflow_conv_bench --benchmark_min_time=1
 //   OPENBLAS_NUM_THREADS=1 /usr/bin/python3 bench/peers/conv_torch.py --threads 1
+//
+// `chanflow_conv_bench --rss=LeNet2` (one shape per process) prints instead how much the peak RSS
+// grows over five forward + backward passes at batch 64 after a warm-up pass at batch 16, the
+// measurement the peer makes with --rss.
 #include <benchmark/benchmark.h>
+#include <sys/resource.h>
+
+#include <cstdio>
+#include <cstring>
 
 #include "chanflow/tensor.h"
 
@@ -62,6 +70,40 @@ BENCHMARK(BM_Conv2dLeNet1Backward)->Unit(benchmark::kMillisecond)->UseRealTime()
 BENCHMARK(BM_Conv2dLeNet2Forward)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Conv2dLeNet2Backward)->Unit(benchmark::kMillisecond)->UseRealTime();
 
+long max_rss_kib() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_maxrss;
+}
+
+int rss(const LeNetShape& s, const char* name) {
+  const cf::Tensor x = cf::uniform(s.x, -1, 1, 1);
+  const cf::Tensor w = cf::uniform(s.w, -1, 1, 2);
+  const cf::Tensor gy = cf::uniform(cf::conv2d_output_shape(s.x, s.w, {}), -1, 1, 3);
+  const auto step = [&](int64_t n) {
+    const cf::Tensor xn = x.slice(0, 0, n);
+    const cf::Tensor gn = gy.slice(0, 0, n);
+    benchmark::DoNotOptimize(cf::conv2d(xn, w, {})->raw_data());
+    benchmark::DoNotOptimize(cf::conv2d_grad_input(gn, w, xn.shape(), {})->raw_data());
+    benchmark::DoNotOptimize(cf::conv2d_grad_filter(gn, xn, s.w, {})->raw_data());
+  };
+  step(16);
+  const long r0 = max_rss_kib();
+  for (int i = 0; i < 5; ++i) step(s.x[0]);
+  std::printf("{\"name\": \"Conv2d%sPeakRssGrowth\", \"kib\": %ld}\n", name, max_rss_kib() - r0);
+  return 0;
+}
+
 }  // namespace
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--rss=LeNet1") == 0) return rss(kLeNet[0], "LeNet1");
+    if (std::strcmp(argv[i], "--rss=LeNet2") == 0) return rss(kLeNet[1], "LeNet2");
+  }
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

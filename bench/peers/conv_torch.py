@@ -10,15 +10,23 @@ conv2d_grad_filter do. PyTorch 1.13 runs both through oneDNN on the CPU.
 
 Prints one JSON object per line: {"name", "threads", "ms_per_call", "peak_extra_bytes"}, where
 peak_extra_bytes is the most CPU memory torch's allocator held beyond the inputs during one call
-(torch.profiler's memory accounting; it counts the outputs and any workspace).
+(torch.profiler's accounting of ATen allocations: the outputs and any ATen workspace; buffers
+oneDNN allocates itself, such as its blocked-layout copies of the operands, are not counted).
 
     OPENBLAS_NUM_THREADS=1 /usr/bin/python3 bench/peers/conv_torch.py --threads 1
     OPENBLAS_NUM_THREADS=1 /usr/bin/python3 bench/peers/conv_torch.py --threads 2
+    /usr/bin/python3 bench/peers/conv_torch.py --rss LeNet2   # one shape per process
+
+--rss SHAPE prints instead how much the process's peak RSS grows over five forward + backward
+passes at batch 64, after a warm-up pass at batch 16 (JIT code, allocator set-up): the memory a
+training step's convolution holds at its peak beyond what the smaller pass needed, oneDNN's own
+buffers included.
 """
 
 import argparse
 import json
 import os
+import resource
 import time
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -48,25 +56,47 @@ def timeit(fn, min_time):
 def peak_extra(fn):
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
                                 profile_memory=True) as prof:
-        fn()
-    # Running sum of allocations and frees, in order; its maximum is the peak held by the call.
-    events = sorted((e for e in prof.events() if e.cpu_memory_usage != 0),
-                    key=lambda e: e.time_range.start)
+        out = fn()
+        del out
+    # Running sum of each event's own allocations (negative for frees), in time order.
     cur = peak = 0
-    for e in events:
-        if e.name == "[memory]":
-            cur += e.cpu_memory_usage
-            peak = max(peak, cur)
+    for e in sorted(prof.events(), key=lambda e: e.time_range.start):
+        cur += e.self_cpu_memory_usage
+        peak = max(peak, cur)
     return peak
+
+
+def rss(name):
+    xs, ws = SHAPES[name]
+    x = torch.randn(xs)
+    w = torch.randn(ws)
+    gy = torch.randn(F.conv2d(x, w).shape)
+
+    def step(n):
+        F.conv2d(x[:n], w)
+        torch.ops.aten.convolution_backward(gy[:n], x[:n], w, None, [1, 1], [0, 0], [1, 1], False,
+                                            [0, 0], 1, [True, True, False])
+
+    with torch.no_grad():
+        step(16)
+        r0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        for _ in range(5):
+            step(xs[0])
+        r1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(json.dumps({"name": f"Conv2d{name}PeakRssGrowth", "kib": r1 - r0}), flush=True)
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--min-time", type=float, default=1.0)
+    ap.add_argument("--rss", choices=sorted(SHAPES))
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
+    if args.rss:
+        rss(args.rss)
+        return
     for name, (xs, ws) in SHAPES.items():
         x = torch.randn(xs)
         w = torch.randn(ws)
