@@ -345,6 +345,26 @@ TEST(Conv2d, NanAndInfPropagateToTheOutputsThatSeeThem) {
   }
 }
 
+TEST(Conv2d, ZeroSizeOperandsGiveEmptyOrZeroResults) {
+  const DType f = DType::kFloat32;
+  // No samples: empty output and input gradient, zero filter gradient.
+  const Tensor y = cf::conv2d(Tensor::ones({0, 2, 5, 5}, f), Tensor::ones({3, 2, 3, 3}, f), {});
+  EXPECT_EQ(y.shape(), (Shape{0, 3, 3, 3}));
+  const Tensor gw = cf::conv2d_grad_filter(Tensor::ones({0, 3, 3, 3}, f),
+                                           Tensor::ones({0, 2, 5, 5}, f), {3, 2, 3, 3}, {});
+  EXPECT_EQ(values(gw), std::vector<double>(54, 0.0));
+  // No input channels: the sums are empty, so the output is zeros.
+  const Tensor z = cf::conv2d(Tensor::ones({2, 0, 4, 4}, f), Tensor::ones({3, 0, 2, 2}, f), {});
+  EXPECT_EQ(z.shape(), (Shape{2, 3, 3, 3}));
+  EXPECT_EQ(values(z), std::vector<double>(54, 0.0));
+  const Tensor gx = cf::conv2d_grad_input(Tensor::ones({2, 0, 3, 3}, f),
+                                          Tensor::ones({0, 4, 2, 2}, f), {2, 4, 4, 4}, {});
+  EXPECT_EQ(values(gx), std::vector<double>(128, 0.0));
+  cf::Pool2dParams p;
+  p.ksize = {2, 2};
+  EXPECT_EQ(cf::pool2d(Tensor::ones({0, 3, 4, 4}, f), p).shape(), (Shape{0, 3, 3, 3}));
+}
+
 TEST(Conv2d, OutputShapeKeepsUnknownExtents) {
   EXPECT_EQ(cf::conv2d_output_shape({-1, 3, 28, 28}, {8, 3, 5, 5}, {}), (Shape{-1, 8, 24, 24}));
   EXPECT_EQ(cf::conv2d_output_shape({2, -1, -1, 28}, {8, 3, 5, 5}, {}), (Shape{2, 8, -1, 24}));
