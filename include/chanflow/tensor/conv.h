@@ -28,7 +28,9 @@
 // tensors too. They never block (OpenBLAS runs in the calling thread; see blas.h).
 // KernelOptions::between_chunks is called about every chunk_elements multiply-adds (convolution)
 // or input elements read (pooling); if it throws, the exception propagates, the partial result is
-// freed and the inputs are untouched. KernelOptions::out is ignored.
+// freed and the inputs are untouched. KernelOptions::out is ignored. For chunk_by_policy, a
+// convolution (any of the three) is N * M * OH * OW * (C / groups) * KH * KW multiply-adds
+// (WorkKind::kMultiplyAdds) and a pooling N * C * OH * OW * KH * KW elements (WorkKind::kElements).
 #pragma once
 
 #include <array>
