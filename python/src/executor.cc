@@ -248,9 +248,12 @@ void bind_executor(py::module_& m) {
              return out;
            })
       .def("__len__", [](const PyPersistentScope& s) { return s.scope.size(); })
-      .def("__contains__", [](const PyPersistentScope& s, const std::string& name) {
-        return s.scope.find(name).has_value();
-      });
+      .def(
+          "__contains__",
+          [](const PyPersistentScope& s, const std::string& name) {
+            return s.scope.find(name).has_value();
+          },
+          py::arg("name"));
 
   m.def(
       "append_backward",
