@@ -20,7 +20,7 @@ struct Table {
 const Table& table() {
   static const Table* t = [] {
     auto* tab = new Table();  // never destroyed: rows may be used during exit
-    for (auto family : {math_rows, nn_rows, optimizer_rows}) {
+    for (auto family : {math_rows, conv_rows, nn_rows, optimizer_rows}) {
       std::vector<OpDef> f = family();
       for (OpDef& d : f) tab->rows.push_back(std::move(d));
     }

@@ -63,6 +63,7 @@ class OpDefBuilder {
 
 // The row families (rows_*.cc); op_table.cc assembles them.
 std::vector<OpDef> math_rows();
+std::vector<OpDef> conv_rows();
 std::vector<OpDef> nn_rows();
 std::vector<OpDef> optimizer_rows();
 

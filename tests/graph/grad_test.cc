@@ -138,6 +138,52 @@ std::vector<Case> cases() {
        [](const V& x) {
          return cf::op("sum", {{"X", {x[0], x[1], x[0]}}});
        }},
+      {"table_conv2d",
+       {{2, 3, 6, 5}, {4, 3, 3, 2}},
+       [](const V& x) {
+         return cf::op("conv2d", {{"Input", {x[0]}}, {"Filter", {x[1]}}},
+                       {{"strides", Attr::ints({2, 1})}, {"paddings", Attr::ints({1, 0})}});
+       }},
+      {"table_conv2d_groups_dilations",
+       {{1, 4, 7, 7}, {6, 2, 2, 3}},
+       [](const V& x) {
+         return cf::op("conv2d", {{"Input", {x[0]}}, {"Filter", {x[1]}}},
+                       {{"groups", Attr::i(2)},
+                        {"dilations", Attr::ints({2, 1})},
+                        {"paddings", Attr::ints({1, 1})}});
+       }},
+      {"table_depthwise_conv2d",
+       {{2, 3, 5, 5}, {3, 1, 3, 3}},
+       [](const V& x) {
+         return cf::op("depthwise_conv2d", {{"Input", {x[0]}}, {"Filter", {x[1]}}},
+                       {{"groups", Attr::i(3)}, {"paddings", Attr::ints({1, 1})}});
+       }},
+      {"table_pool2d_max",
+       {{2, 2, 6, 5}},
+       [](const V& x) {
+         return cf::op("pool2d", {{"X", {x[0]}}},
+                       {{"pooling_type", Attr::s("max")},
+                        {"ksize", Attr::ints({2, 2})},
+                        {"strides", Attr::ints({2, 2})},
+                        {"ceil_mode", Attr::b(true)}});
+       }},
+      {"table_pool2d_avg_padded",
+       {{1, 3, 5, 5}},
+       [](const V& x) {
+         return cf::op("pool2d", {{"X", {x[0]}}},
+                       {{"pooling_type", Attr::s("avg")},
+                        {"ksize", Attr::ints({3, 3})},
+                        {"paddings", Attr::ints({1, 1})},
+                        {"exclusive", Attr::b(false)}});
+       }},
+      {"table_pool2d_global",
+       {{2, 3, 4, 4}},
+       [](const V& x) {
+         return cf::op("pool2d", {{"X", {x[0]}}},
+                       {{"pooling_type", Attr::s("avg")},
+                        {"ksize", Attr::ints({1, 1})},
+                        {"global_pooling", Attr::b(true)}});
+       }},
       {"table_chain",
        {{4, 3}, {3, 2}},
        [](const V& x) {
