@@ -1,0 +1,141 @@
+"""The op table's ops against PyTorch 1.13 (Debian's python3-torch): outputs and gradients on random
+shapes, strides, paddings, dilations and groups, in float32 to 1e-5 relative. Each case builds
+the op as a graph node (cf.op), differentiates sum(out * r) with cf.grad (the op's gradient rule,
+the one program backward uses too) and compares with torch.autograd on the same numbers.
+Skipped, by name, when torch is not installed."""
+import numpy as np
+import pytest
+
+import chanflow as cf
+
+torch = pytest.importorskip("torch")
+torch.set_num_threads(1)
+
+RTOL = 1e-5
+
+
+def close(got, want, what):
+    want = np.asarray(want, dtype=np.float64)
+    scale = max(1.0, float(np.abs(want).max())) if want.size else 1.0
+    np.testing.assert_allclose(np.asarray(got, dtype=np.float64), want, rtol=RTOL,
+                               atol=RTOL * scale, err_msg=what)
+
+
+def check(op_type, inputs, attrs, torch_fn, output=None, seed=0):
+    """inputs: {slot: ndarray float32}; torch_fn(*tensors in slot order) -> tensor."""
+    rng = np.random.default_rng(seed)
+    g = cf.Graph()
+    nodes = {s: g.input(s.lower(), "float32", v.shape) for s, v in inputs.items()}
+    out = cf.op(op_type, {s: n for s, n in nodes.items()}, attrs, output)
+    r = rng.uniform(0.5, 1.5, size=out.shape).astype(np.float32)
+    loss = cf.sum(out * g.constant(cf.tensor(r)))
+    grads = cf.grad(loss, list(nodes.values()))
+    m = cf.TapeMachine(g)
+    m.run({nodes[s]: v for s, v in inputs.items()})
+    ts = [torch.tensor(v, requires_grad=True) for v in inputs.values()]
+    y = torch_fn(*ts)
+    (y * torch.tensor(r)).sum().backward()
+    close(m.result(out).numpy(), y.detach().numpy(), f"{op_type} output")
+    for (slot, _), gnode, t in zip(inputs.items(), grads, ts):
+        close(m.result(gnode).numpy(), t.grad.numpy(), f"{op_type} gradient of {slot}")
+
+
+def rand(rng, *shape):
+    return rng.normal(size=shape).astype(np.float32)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_conv2d_random(seed):
+    rng = np.random.default_rng(100 + seed)
+    groups = int(rng.choice([1, 1, 2, 3]))
+    c_in = groups * int(rng.integers(1, 4))
+    m_out = groups * int(rng.integers(1, 4))
+    kh, kw = int(rng.integers(1, 4)), int(rng.integers(1, 4))
+    sh, sw = int(rng.integers(1, 3)), int(rng.integers(1, 3))
+    ph, pw = int(rng.integers(0, 3)), int(rng.integers(0, 3))
+    dh, dw = int(rng.integers(1, 3)), int(rng.integers(1, 3))
+    h = dh * (kh - 1) + 1 + int(rng.integers(0, 6))
+    w = dw * (kw - 1) + 1 + int(rng.integers(0, 6))
+    n = int(rng.integers(1, 4))
+    x, f = rand(rng, n, c_in, h, w), rand(rng, m_out, c_in // groups, kh, kw)
+    attrs = {"strides": [sh, sw], "paddings": [ph, pw], "dilations": [dh, dw], "groups": groups}
+    check("conv2d", {"Input": x, "Filter": f}, attrs,
+          lambda a, b: torch.nn.functional.conv2d(a, b, stride=(sh, sw), padding=(ph, pw),
+                                                  dilation=(dh, dw), groups=groups), seed=seed)
+
+
+def test_conv2d_lenet_shapes():
+    rng = np.random.default_rng(7)
+    check("conv2d", {"Input": rand(rng, 8, 20, 12, 12), "Filter": rand(rng, 50, 20, 5, 5)}, {},
+          lambda a, b: torch.nn.functional.conv2d(a, b))
+
+
+def test_depthwise_conv2d():
+    rng = np.random.default_rng(8)
+    check("depthwise_conv2d", {"Input": rand(rng, 2, 4, 7, 6), "Filter": rand(rng, 4, 1, 3, 3)},
+          {"groups": 4, "paddings": [1, 1]},
+          lambda a, b: torch.nn.functional.conv2d(a, b, padding=1, groups=4))
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_pool2d_random(seed):
+    rng = np.random.default_rng(200 + seed)
+    kind = "max" if seed % 2 == 0 else "avg"
+    k = int(rng.integers(1, 4))
+    s = int(rng.integers(1, 3))
+    p = int(rng.integers(0, (k // 2) + 1))  # torch requires padding <= kernel / 2
+    ceil = bool(rng.integers(0, 2))
+    exclusive = bool(rng.integers(0, 2))
+    h, w = k + int(rng.integers(0, 6)), k + int(rng.integers(0, 6))
+    # Distinct values: max pooling's gradient is unambiguous.
+    x = rng.permutation(2 * 3 * h * w).astype(np.float32).reshape(2, 3, h, w) / 10
+
+    def torch_pool(a):
+        if kind == "max":
+            return torch.nn.functional.max_pool2d(a, k, s, p, ceil_mode=ceil)
+        return torch.nn.functional.avg_pool2d(a, k, s, p, ceil_mode=ceil,
+                                              count_include_pad=not exclusive)
+
+    # Paddle's and torch's ceil_mode agree unless the last window would start in the padding,
+    # which torch drops: compare only where the output shapes agree.
+    want = torch_pool(torch.tensor(x))
+    attrs = {"pooling_type": kind, "ksize": [k, k], "strides": [s, s], "paddings": [p, p],
+             "ceil_mode": ceil, "exclusive": exclusive}
+    g = cf.Graph()
+    got_shape = cf.op("pool2d", {"X": g.input("x", "float32", x.shape)}, attrs).shape
+    if tuple(got_shape) != tuple(want.shape):
+        pytest.skip(f"ceil_mode windows differ by design: {got_shape} vs {tuple(want.shape)}")
+    check("pool2d", {"X": x}, attrs, torch_pool, seed=seed)
+
+
+def test_pool2d_global():
+    rng = np.random.default_rng(9)
+    check("pool2d", {"X": rand(rng, 2, 3, 5, 4)},
+          {"pooling_type": "avg", "ksize": [1, 1], "global_pooling": True},
+          lambda a: torch.nn.functional.adaptive_avg_pool2d(a, 1))
+
+
+@pytest.mark.parametrize("xn", [1, 2])
+def test_mul(xn):
+    rng = np.random.default_rng(10 + xn)
+    x = rand(rng, 3, 4, 5)
+    y = rand(rng, 20 if xn == 1 else 5, 6)
+    check("mul", {"X": x, "Y": y}, {"x_num_col_dims": xn},
+          lambda a, b: (a.reshape(3, -1) @ b).reshape(3, 6) if xn == 1
+          else (a.reshape(12, 5) @ b).reshape(3, 4, 6))
+
+
+@pytest.mark.parametrize("name,fn,low", [
+    ("log", torch.log, 0.5), ("exp", torch.exp, -2.0), ("sqrt", torch.sqrt, 0.5),
+    ("square", torch.square, -2.0), ("abs", torch.abs, -2.0)])
+def test_unary(name, fn, low):
+    rng = np.random.default_rng(11)
+    x = rng.uniform(low, 3.0, size=(4, 5)).astype(np.float32)
+    check(name, {"X": x}, {}, fn)
+
+
+def test_mean_and_sum():
+    rng = np.random.default_rng(12)
+    check("mean", {"X": rand(rng, 3, 4)}, {}, lambda a: a.mean().reshape(1))
+    a, b = rand(rng, 2, 3), rand(rng, 2, 3)
+    check("sum", {"X": a}, {}, lambda t: t)
