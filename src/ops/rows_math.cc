@@ -1,6 +1,7 @@
 // rows_math.cc — arithmetic rows: mul (what fc is built from), mean, sum, the unary math ops,
 // and the gradient rules of the executor's built-in elementwise, activation, softmax and scale
 // ops with the gradient ops they emit.
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 
@@ -321,6 +322,161 @@ void grad_sum(const AttrReader&, GradCall& c) {
   }
 }
 
+// ---- more gradient rules of the executor's built-in ops --------------------------------------
+// g broadcast (NumPy's rules) to `shape`.
+Tensor broadcast_to_shape(const Tensor& g, const Shape& shape, DType dt, const KernelOptions& o) {
+  return add(Tensor::zeros(shape, dt), g, o);
+}
+
+// reduce_sum_grad / reduce_mean_grad: X, Out@GRAD -> X@GRAD (attributes dim, keep_dim,
+// reduce_all as the forward op's).
+template <bool kMean>
+void run_reduce_grad(const AttrReader& a, KernelCall& c) {
+  const Tensor x = c.input(0), g = c.input(1);
+  const int64_t nd = x.ndim();
+  std::vector<bool> reduced(static_cast<size_t>(nd), a.b("reduce_all"));
+  if (!a.b("reduce_all")) {
+    for (int64_t d : a.ints("dim")) {
+      const int64_t k = d < 0 ? d + nd : d;
+      if (k < 0 || k >= nd) {
+        CHANFLOW_OP_THROW(ShapeError, a.schema().type())
+            << "dim " << d << " out of range for X of shape " << shape_to_string(x.shape());
+      }
+      reduced[static_cast<size_t>(k)] = true;
+    }
+  }
+  // The upstream gradient with the reduced axes kept (extent 1).
+  Shape kept = x.shape();
+  double count = 1;
+  for (int64_t k = 0; k < nd; ++k) {
+    if (reduced[static_cast<size_t>(k)]) {
+      count *= static_cast<double>(kept[static_cast<size_t>(k)]);
+      kept[static_cast<size_t>(k)] = 1;
+    }
+  }
+  KernelOptions o = c.options(x.numel());
+  Tensor gk = g.reshape(kept);
+  if (kMean) gk = mul(gk, Tensor::scalar(1.0 / std::max(count, 1.0), g.dtype()), o);
+  c.set_output(0, broadcast_to_shape(gk, x.shape(), g.dtype(), o));
+}
+
+void grad_reduce_sum(const AttrReader&, GradCall& c) {
+  emit_grad_op(c, "reduce_sum_grad", {"X"}, {}, {"Out"}, {"X"});
+}
+void grad_reduce_mean(const AttrReader&, GradCall& c) {
+  emit_grad_op(c, "reduce_mean_grad", {"X"}, {}, {"Out"}, {"X"});
+}
+
+// reshape_grad: X, Out@GRAD -> X@GRAD.
+void run_reshape_grad(const AttrReader&, KernelCall& c) {
+  c.set_output(0, c.input(1).reshape(c.input(0).shape()));
+}
+void grad_reshape(const AttrReader&, GradCall& c) {
+  emit_grad_op(c, "reshape_grad", {"X"}, {}, {"Out"}, {"X"});
+}
+
+// transpose_grad: Out@GRAD -> X@GRAD, permuted back.
+void run_transpose_grad(const AttrReader& a, KernelCall& c) {
+  const std::vector<int64_t> perm = a.ints("axis");
+  std::vector<int64_t> inv(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) {
+    const int64_t p = perm[i] < 0 ? perm[i] + static_cast<int64_t>(perm.size()) : perm[i];
+    inv[static_cast<size_t>(p)] = static_cast<int64_t>(i);
+  }
+  c.set_output(0, c.input(0).transpose(inv).contiguous());
+}
+void infer_transpose_grad(const AttrReader& a, InferCall& c) {
+  const TensorInfo& g = c.input(0);
+  const std::vector<int64_t> perm = a.ints("axis");
+  TensorInfo out{g.dtype, Shape(g.shape.size(), -1)};
+  if (perm.size() == g.shape.size()) {
+    for (size_t i = 0; i < perm.size(); ++i) {
+      const int64_t p = perm[i] < 0 ? perm[i] + static_cast<int64_t>(perm.size()) : perm[i];
+      if (p >= 0 && p < static_cast<int64_t>(perm.size()))
+        out.shape[static_cast<size_t>(p)] = g.shape[i];
+    }
+  }
+  c.set_output(0, out);
+}
+void grad_transpose(const AttrReader&, GradCall& c) {
+  emit_grad_op(c, "transpose_grad", {}, {}, {"Out"}, {"X"});
+}
+
+// elementwise_div_grad, _max_grad, _min_grad: X, Y, Out@GRAD -> X@GRAD, Y@GRAD (Paddle's axis).
+template <int kOp>  // 0 div, 1 max, 2 min
+void run_elementwise_grad2(const AttrReader& a, KernelCall& c) {
+  const Tensor x = c.input(0), y = c.input(1), g = c.input(2);
+  const Tensor ya = align_to(x, y, a.i("axis"), a.schema().type().c_str());
+  KernelOptions o = c.options(g.numel());
+  const DType dt = g.dtype();
+  Tensor gx, gy;
+  if (kOp == 0) {
+    gx = div(g, ya, o);
+    gy = neg(div(mul(g, x, o), mul(ya, ya, o), o), o);
+  } else {
+    // Paddle: max gives X the gradient where X > Y, else Y; min where X < Y, else Y.
+    const Tensor to_x = (kOp == 1 ? greater(x, ya, o) : less(x, ya, o)).cast(dt);
+    gx = mul(g, to_x, o);
+    gy = mul(g, sub(Tensor::scalar(1, dt), to_x, o), o);
+  }
+  if (c.wants(0)) c.set_output(0, sum_to(gx, x.shape(), o));
+  if (c.wants(1)) c.set_output(1, sum_to(gy, ya.shape(), o).reshape(y.shape()));
+}
+void grad_elementwise_div(const AttrReader&, GradCall& c) {
+  emit_grad_op(c, "elementwise_div_grad", {"X", "Y"}, {}, {"Out"}, {"X", "Y"});
+}
+void grad_elementwise_max(const AttrReader&, GradCall& c) {
+  emit_grad_op(c, "elementwise_max_grad", {"X", "Y"}, {}, {"Out"}, {"X", "Y"});
+}
+void grad_elementwise_min(const AttrReader&, GradCall& c) {
+  emit_grad_op(c, "elementwise_min_grad", {"X", "Y"}, {}, {"Out"}, {"X", "Y"});
+}
+
+// softplus_grad: X, Out@GRAD -> X@GRAD = g * sigmoid(X).
+void run_softplus_grad(const AttrReader&, KernelCall& c) {
+  const Tensor x = c.input(0), g = c.input(1);
+  KernelOptions o = c.options(g.numel());
+  c.set_output(0, mul(g, sigmoid(x, o), o));
+}
+void grad_softplus(const AttrReader&, GradCall& c) {
+  emit_grad_op(c, "softplus_grad", {"X"}, {}, {"Out"}, {"X"});
+}
+
+// matmul_grad: X, Y, Out@GRAD -> X@GRAD, Y@GRAD for Out = alpha * op(X) @ op(Y) on operands of
+// rank >= 2 with the same batch dims (Paddle's front end's uses); others are an error naming
+// the shapes.
+Tensor swap_last2(const Tensor& t) {
+  std::vector<int64_t> perm(static_cast<size_t>(t.ndim()));
+  for (size_t i = 0; i < perm.size(); ++i) perm[i] = static_cast<int64_t>(i);
+  std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
+  return t.transpose(perm);
+}
+void run_matmul_grad(const AttrReader& a, KernelCall& c) {
+  const Tensor x = c.input(0), y = c.input(1), g = c.input(2);
+  if (x.ndim() < 2 || x.ndim() != y.ndim() ||
+      !std::equal(x.shape().begin(), x.shape().end() - 2, y.shape().begin())) {
+    CHANFLOW_OP_THROW(ShapeError, "matmul_grad")
+        << "the gradient needs X and Y of rank >= 2 with equal batch dims, got X "
+        << shape_to_string(x.shape()) << " and Y " << shape_to_string(y.shape());
+  }
+  const bool tx = a.b("transpose_X"), ty = a.b("transpose_Y");
+  const Tensor alpha = Tensor::scalar(a.f("alpha"), g.dtype());
+  const int64_t work = g.numel() * (tx ? x.shape()[x.ndim() - 2] : x.shape().back());
+  KernelOptions o = c.options(work, WorkKind::kMultiplyAdds);
+  const Tensor ox = tx ? swap_last2(x) : x, oy = ty ? swap_last2(y) : y;
+  if (c.wants(0)) {
+    Tensor d = tx ? matmul(oy, swap_last2(g), o) : matmul(g, swap_last2(oy), o);
+    c.set_output(0, mul(d, alpha, o));
+  }
+  if (c.wants(1)) {
+    Tensor d = ty ? matmul(swap_last2(g), ox, o) : matmul(swap_last2(ox), g, o);
+    c.set_output(1, mul(d, alpha, o));
+  }
+}
+void grad_matmul(const AttrReader&, GradCall& c) {
+  emit_grad_op(c, "matmul_grad", {"X", "Y"}, {}, {"Out"}, {"X", "Y"});
+}
+
 }  // namespace
 
 std::vector<OpDef> math_rows() {
@@ -379,7 +535,70 @@ std::vector<OpDef> math_rows() {
             .infer(infer_grad_like_second)
             .kernel(a.grad_kernel));
   }
-  add(OpDefBuilder::grad_rule_of("softplus").no_grad("not yet differentiable in programs"));
+  {
+    add(OpDefBuilder::grad_rule_of("softplus").grad(grad_softplus));
+    OpDefBuilder fwd("softplus");
+    fwd.input("X").output("Out");
+    add(fwd.grad_op("softplus_grad", {"X"}, {}, {"Out"}, {"X"})
+            .infer(infer_grad_like_second)
+            .kernel(run_softplus_grad));
+  }
+  for (const Binary& b :
+       {Binary{"elementwise_div", grad_elementwise_div, run_elementwise_grad2<0>},
+        Binary{"elementwise_max", grad_elementwise_max, run_elementwise_grad2<1>},
+        Binary{"elementwise_min", grad_elementwise_min, run_elementwise_grad2<2>}}) {
+    add(OpDefBuilder::grad_rule_of(b.type).grad(b.rule));
+    OpDefBuilder fwd(b.type);
+    fwd.input("X").input("Y").output("Out").attr("axis", T::kInt, i_default(-1),
+                                                 "broadcast axis of Y in X (-1: NumPy rules)");
+    add(fwd.grad_op(std::string(b.type) + "_grad", {"X", "Y"}, {}, {"Out"}, {"X", "Y"})
+            .infer(infer_grads_like_inputs)
+            .kernel(b.grad_kernel));
+  }
+  for (const Binary& r : {Binary{"reduce_sum", grad_reduce_sum, run_reduce_grad<false>},
+                          Binary{"reduce_mean", grad_reduce_mean, run_reduce_grad<true>}}) {
+    const char* type = r.type;
+    KernelFn kernel = r.grad_kernel;
+    add(OpDefBuilder::grad_rule_of(type).grad(r.rule));
+    OpDefBuilder fwd(type);
+    fwd.input("X")
+        .output("Out")
+        .attr("dim", T::kInts, ints_default({0}))
+        .attr("keep_dim", T::kBoolean, b_default(false))
+        .attr("reduce_all", T::kBoolean, b_default(false));
+    add(fwd.grad_op(std::string(type) + "_grad", {"X"}, {}, {"Out"}, {"X"})
+            .infer(infer_mean_grad)
+            .kernel(kernel));
+  }
+  {
+    add(OpDefBuilder::grad_rule_of("reshape").grad(grad_reshape));
+    OpDefBuilder fwd("reshape");
+    fwd.input("X").output("Out").attr("shape", T::kInts, {});
+    add(fwd.grad_op("reshape_grad", {"X"}, {}, {"Out"}, {"X"})
+            .infer(infer_mean_grad)
+            .kernel(run_reshape_grad));
+  }
+  {
+    add(OpDefBuilder::grad_rule_of("transpose").grad(grad_transpose));
+    OpDefBuilder fwd("transpose");
+    fwd.input("X").output("Out").attr("axis", T::kInts, {});
+    add(fwd.grad_op("transpose_grad", {}, {}, {"Out"}, {"X"})
+            .infer(infer_transpose_grad)
+            .kernel(run_transpose_grad));
+  }
+  {
+    add(OpDefBuilder::grad_rule_of("matmul").grad(grad_matmul));
+    OpDefBuilder fwd("matmul");
+    fwd.input("X")
+        .input("Y")
+        .output("Out")
+        .attr("transpose_X", T::kBoolean, b_default(false))
+        .attr("transpose_Y", T::kBoolean, b_default(false))
+        .attr("alpha", T::kFloat, f_default(1.0));
+    add(fwd.grad_op("matmul_grad", {"X", "Y"}, {}, {"Out"}, {"X", "Y"})
+            .infer(infer_grads_like_inputs)
+            .kernel(run_matmul_grad));
+  }
 
   // Unary math ops of the table.
   struct Math {

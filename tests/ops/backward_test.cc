@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <map>
 #include <string>
 
@@ -97,6 +98,136 @@ TEST(AppendBackward, MlpGradientsMatchFiniteDifferences) {
   expect_grads_match(m.program, "loss", m.feeds, {"w1", "b1", "w2"});
 }
 
+// The executor's built-in ops with gradient rules in the op table, one program each: every
+// parameter's gradient against central differences.
+struct OneOp {
+  const char* name;
+  std::function<void(cf::ProgramBuilder&)> build;  // writes "y" from "a" (and "b")
+  cf::Shape a, b;
+};
+
+TEST(AppendBackward, BuiltinOpsGradientsMatchFiniteDifferences) {
+  const std::vector<OneOp> cases = {
+      {"reduce_sum",
+       [](cf::ProgramBuilder& b) {
+         b.append_op("reduce_sum", {{"X", {"a"}}}, {{"Out", {"y"}}}, {{"dim", Attr::ints({1})}});
+       },
+       {2, 3, 4},
+       {}},
+      {"reduce_mean_keep_dim",
+       [](cf::ProgramBuilder& b) {
+         b.append_op("reduce_mean", {{"X", {"a"}}}, {{"Out", {"y"}}},
+                     {{"dim", Attr::ints({0, -1})}, {"keep_dim", Attr::b(true)}});
+       },
+       {2, 3, 4},
+       {}},
+      {"reduce_sum_all",
+       [](cf::ProgramBuilder& b) {
+         b.append_op("reduce_sum", {{"X", {"a"}}}, {{"Out", {"y"}}},
+                     {{"reduce_all", Attr::b(true)}});
+       },
+       {2, 3},
+       {}},
+      {"reshape",
+       [](cf::ProgramBuilder& b) {
+         b.append_op("reshape", {{"X", {"a"}}}, {{"Out", {"r"}}}, {{"shape", Attr::ints({3, 4})}});
+         b.append_op("elementwise_mul", {{"X", {"r"}}, {"Y", {"r"}}}, {{"Out", {"y"}}});
+       },
+       {2, 6},
+       {}},
+      {"transpose",
+       [](cf::ProgramBuilder& b) {
+         b.append_op("transpose", {{"X", {"a"}}}, {{"Out", {"r"}}},
+                     {{"axis", Attr::ints({2, 0, 1})}});
+         b.append_op("elementwise_mul", {{"X", {"r"}}, {"Y", {"b"}}}, {{"Out", {"y"}}});
+       },
+       {2, 3, 4},
+       {4, 2, 3}},
+      {"elementwise_div_axis",
+       [](cf::ProgramBuilder& b) {
+         b.append_op("elementwise_div", {{"X", {"a"}}, {"Y", {"b"}}}, {{"Out", {"y"}}},
+                     {{"axis", Attr::i(1)}});
+       },
+       {2, 3, 4},
+       {3}},
+      {"elementwise_max",
+       [](cf::ProgramBuilder& b) {
+         b.append_op("elementwise_max", {{"X", {"a"}}, {"Y", {"b"}}}, {{"Out", {"y"}}});
+       },
+       {3, 4},
+       {3, 4}},
+      {"elementwise_min_broadcast",
+       [](cf::ProgramBuilder& b) {
+         b.append_op("elementwise_min", {{"X", {"a"}}, {"Y", {"b"}}}, {{"Out", {"y"}}});
+       },
+       {3, 4},
+       {4}},
+      {"softplus",
+       [](cf::ProgramBuilder& b) {
+         b.append_op("softplus", {{"X", {"a"}}}, {{"Out", {"y"}}});
+       },
+       {5},
+       {}},
+      {"softmax",
+       [](cf::ProgramBuilder& b) {
+         b.append_op("softmax", {{"X", {"a"}}}, {{"Out", {"r"}}});
+         b.append_op("elementwise_mul", {{"X", {"r"}}, {"Y", {"b"}}}, {{"Out", {"y"}}});
+       },
+       {2, 5},
+       {2, 5}},
+      {"scale",
+       [](cf::ProgramBuilder& b) {
+         b.append_op("scale", {{"X", {"a"}}}, {{"Out", {"r"}}},
+                     {{"scale", Attr::f(-2.5)}, {"bias", Attr::f(1.0)}});
+         b.append_op("elementwise_mul", {{"X", {"r"}}, {"Y", {"r"}}}, {{"Out", {"y"}}});
+       },
+       {4},
+       {}},
+      {"matmul",
+       [](cf::ProgramBuilder& b) {
+         b.append_op("matmul", {{"X", {"a"}}, {"Y", {"b"}}}, {{"Out", {"y"}}});
+       },
+       {3, 4},
+       {4, 2}},
+      {"matmul_transposed_alpha",
+       [](cf::ProgramBuilder& b) {
+         b.append_op("matmul", {{"X", {"a"}}, {"Y", {"b"}}}, {{"Out", {"y"}}},
+                     {{"transpose_X", Attr::b(true)},
+                      {"transpose_Y", Attr::b(true)},
+                      {"alpha", Attr::f(0.5)}});
+       },
+       {4, 3},
+       {2, 4}},
+      {"matmul_batched",
+       [](cf::ProgramBuilder& b) {
+         b.append_op("matmul", {{"X", {"a"}}, {"Y", {"b"}}}, {{"Out", {"y"}}},
+                     {{"transpose_Y", Attr::b(true)}});
+       },
+       {2, 3, 4},
+       {2, 5, 4}},
+  };
+  uint64_t seed = 10;
+  for (const OneOp& c : cases) {
+    SCOPED_TRACE(c.name);
+    cf::ProgramBuilder b;
+    b.parameter("a", DType::kFloat64, c.a);
+    std::vector<std::string> params{"a"};
+    Feeds f{{"a", cf::normal(c.a, 0, 1, seed++, DType::kFloat64)}};
+    if (!c.b.empty()) {
+      b.parameter("b", DType::kFloat64, c.b);
+      params.push_back("b");
+      // Away from zero: elementwise_div's divisor.
+      f["b"] = cf::uniform(c.b, 0.5, 2.0, seed++, DType::kFloat64);
+    }
+    for (const char* n : {"r", "y", "s", "loss"}) b.var(n, DType::kFloat64, {});
+    c.build(b);
+    // loss = mean(y * y) keeps every gradient non-trivial.
+    b.append_op("elementwise_mul", {{"X", {"y"}}, {"Y", {"y"}}}, {{"Out", {"s"}}});
+    b.append_op("mean", {{"X", {"s"}}}, {{"Out", {"loss"}}});
+    expect_grads_match(b.build(), "loss", f, params);
+  }
+}
+
 TEST(AppendBackward, DefaultParametersAreThePersistableFloatVariables) {
   Mlp m = mlp();
   cf::BackwardResult r = cf::append_backward(m.program, "loss");
@@ -184,14 +315,15 @@ TEST(AppendBackward, ALossThatDependsOnAnOpWithoutAGradientNamesIt) {
   b.parameter("w", DType::kFloat64, {2});
   b.var("y", DType::kFloat64, {2});
   b.var("loss", DType::kFloat64, {1});
-  b.append_op("softplus", {{"X", {"w"}}}, {{"Out", {"y"}}});
+  b.append_op("cast", {{"X", {"w"}}}, {{"Out", {"y"}}},
+              {{"in_dtype", Attr::i(6)}, {"out_dtype", Attr::i(6)}});
   b.append_op("mean", {{"X", {"y"}}}, {{"Out", {"loss"}}});
   try {
     cf::append_backward(b.build(), "loss");
     FAIL() << "no error";
   } catch (const cf::Error& e) {
     const std::string m = e.what();
-    EXPECT_NE(m.find("block 0, op 0 ('softplus')"), std::string::npos) << m;
+    EXPECT_NE(m.find("block 0, op 0 ('cast')"), std::string::npos) << m;
     EXPECT_NE(m.find("through 'w'"), std::string::npos) << m;
   }
 }
