@@ -139,3 +139,86 @@ def test_mean_and_sum():
     check("mean", {"X": rand(rng, 3, 4)}, {}, lambda a: a.mean().reshape(1))
     a, b = rand(rng, 2, 3), rand(rng, 2, 3)
     check("sum", {"X": a}, {}, lambda t: t)
+
+
+# ---- program ops, differentiated by append_backward, against torch --------------------------
+
+from conftest import VT, block, op, tvar  # noqa: E402
+
+
+def check_program(op_type, inputs, attrs, torch_fn, out_slot="Out", seed=0, extra_outputs=()):
+    """One program op over persistable float32 inputs (slot -> ndarray), loss = sum(Out * r) built
+    from elementwise_mul and reduce_sum; append_backward; outputs and every input's gradient
+    against torch."""
+    rng = np.random.default_rng(seed)
+    ts = [torch.tensor(v, requires_grad=True) for v in inputs.values()]
+    want = torch_fn(*ts)
+    r = rng.uniform(0.5, 1.5, size=tuple(want.shape)).astype(np.float32)
+    (want * torch.tensor(r)).sum().backward()
+    names = {slot: slot.lower() + "_in" for slot in inputs}
+    vars_ = [dict(tvar(names[s], VT.FP32, v.shape), persistable=True) for s, v in inputs.items()]
+    vars_ += [tvar("out", VT.FP32, []), tvar("r", VT.FP32, list(r.shape)),
+              tvar("weighted", VT.FP32, []), tvar("loss", VT.FP32, [1])]
+    outs = [(out_slot, ["out"])]
+    for slot in extra_outputs:
+        vars_.append(tvar(slot.lower() + "_extra", VT.FP32, []))
+        outs.append((slot, [slot.lower() + "_extra"]))
+    prog = cf.Program.from_blocks([block(0, -1, vars_, [
+        op(op_type, [(s, [names[s]]) for s in inputs], outs, list(attrs.items())),
+        op("elementwise_mul", [("X", ["out"]), ("Y", ["r"])], [("Out", ["weighted"])]),
+        op("reduce_sum", [("X", ["weighted"])], [("Out", ["loss"])],
+           [("reduce_all", True)]),
+    ])])
+    prog, pairs = cf.append_backward(prog, "loss")
+    feed = {names[s]: v for s, v in inputs.items()}
+    feed["r"] = r
+    got = cf.Executor().run(prog, feed=feed, fetch=["out"] + [g for _, g in pairs])
+    close(got[0].numpy(), want.detach().numpy(), f"{op_type} output")
+    by_param = dict(zip([p for p, _ in pairs], got[1:]))
+    for (slot, _), t in zip(inputs.items(), ts):
+        close(by_param[names[slot]].numpy(), t.grad.numpy(), f"{op_type} gradient of {slot}")
+
+
+@pytest.mark.parametrize("op_type,fn", [
+    ("elementwise_add", torch.add), ("elementwise_sub", torch.sub), ("elementwise_mul", torch.mul),
+    ("elementwise_div", torch.div), ("elementwise_max", torch.maximum),
+    ("elementwise_min", torch.minimum)])
+def test_elementwise_with_paddle_axis(op_type, fn):
+    rng = np.random.default_rng(20)
+    x = rng.uniform(0.5, 2.0, size=(2, 3, 4)).astype(np.float32)
+    y = rng.uniform(0.5, 2.0, size=(3,)).astype(np.float32)
+    # Paddle's axis=1: Y lines up with X's axis 1; torch broadcasts Y reshaped to (1, 3, 1).
+    check_program(op_type, {"X": x, "Y": y}, {"axis": 1},
+                  lambda a, b: fn(a, b.reshape(1, 3, 1)))
+    check_program(op_type, {"X": x, "Y": rng.uniform(0.5, 2.0, size=(3, 4)).astype(np.float32)},
+                  {}, fn)
+
+
+@pytest.mark.parametrize("op_type,fn", [
+    ("relu", torch.relu), ("sigmoid", torch.sigmoid), ("tanh", torch.tanh),
+    ("softplus", torch.nn.functional.softplus),
+    ("softmax", lambda a: torch.softmax(a, -1))])
+def test_activations_in_programs(op_type, fn):
+    rng = np.random.default_rng(21)
+    check_program(op_type, {"X": rand(rng, 3, 5)}, {}, fn)
+
+
+def test_reductions_matmul_layout_in_programs():
+    rng = np.random.default_rng(22)
+    x = rand(rng, 2, 3, 4)
+    check_program("reduce_sum", {"X": x}, {"dim": [1]}, lambda a: a.sum(1))
+    check_program("reduce_mean", {"X": x}, {"dim": [0, 2], "keep_dim": True},
+                  lambda a: a.mean((0, 2), keepdim=True))
+    check_program("transpose", {"X": x}, {"axis": [2, 0, 1]}, lambda a: a.permute(2, 0, 1))
+    check_program("reshape", {"X": x}, {"shape": [4, 6]}, lambda a: a.reshape(4, 6))
+    check_program("scale", {"X": x}, {"scale": -1.5, "bias": 0.25},
+                  lambda a: a * -1.5 + 0.25)
+    check_program("matmul", {"X": rand(rng, 2, 3, 4), "Y": rand(rng, 2, 5, 4)},
+                  {"transpose_Y": True, "alpha": 0.5},
+                  lambda a, b: 0.5 * a @ b.transpose(-1, -2))
+    check_program("mul", {"X": rand(rng, 3, 2, 2), "Y": rand(rng, 4, 5)}, {},
+                  lambda a, b: a.reshape(3, 4) @ b)
+    check_program("conv2d", {"Input": rand(rng, 2, 3, 6, 6), "Filter": rand(rng, 4, 3, 3, 3)},
+                  {"paddings": [1, 1], "strides": [2, 2]},
+                  lambda a, b: torch.nn.functional.conv2d(a, b, stride=2, padding=1),
+                  out_slot="Output")
