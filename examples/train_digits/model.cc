@@ -1,4 +1,4 @@
-// model.cc — the MLP graph, its GoMachine, initialisation and Adam.
+// model.cc — the MLP graph, its GoMachine, initialisation and the weights' updater.
 #include "model.h"
 
 #include <cmath>
@@ -64,42 +64,27 @@ StepOutput TrainStep::run(const cf::Context& ctx, const Params& p, const cf::Ten
   return out;
 }
 
-Adam::Adam(const Params& initial, AdamOptions options) : opt_(options) {
-  for (std::size_t i = 0; i < kNumParams; ++i) {
-    const cf::Tensor& t = initial.t[i];
-    shapes_[i] = t.shape();
-    const float* d = t.data<float>();
-    w_[i].assign(d, d + t.numel());
-    m_[i].assign(w_[i].size(), 0.0f);
-    v_[i].assign(w_[i].size(), 0.0f);
-  }
+Updater::Updater(const Params& initial, const cf::AdamConfig& config) : adam_(config) {
+  for (const cf::Tensor& t : initial.t) w_.push_back(t.clone());
 }
 
-void Adam::apply(const std::array<std::vector<float>, kNumParams>& sum_grads, int64_t rows) {
-  ++t_;
+void Updater::apply(const std::array<std::vector<float>, kNumParams>& sum_grads, int64_t rows) {
   const float scale = 1.0f / static_cast<float>(rows);
-  const float b1 = static_cast<float>(opt_.beta1), b2 = static_cast<float>(opt_.beta2);
-  const float c1 = static_cast<float>(1.0 - std::pow(opt_.beta1, static_cast<double>(t_)));
-  const float c2 = static_cast<float>(1.0 - std::pow(opt_.beta2, static_cast<double>(t_)));
-  const float lr = static_cast<float>(opt_.lr), eps = static_cast<float>(opt_.eps);
+  std::vector<cf::Tensor> grads;
   for (std::size_t i = 0; i < kNumParams; ++i) {
-    std::vector<float>& w = w_[i];
-    std::vector<float>& m = m_[i];
-    std::vector<float>& v = v_[i];
-    const std::vector<float>& g = sum_grads[i];
-    for (std::size_t k = 0; k < w.size(); ++k) {
-      const float gk = g[k] * scale;
-      m[k] = b1 * m[k] + (1.0f - b1) * gk;
-      v[k] = b2 * v[k] + (1.0f - b2) * gk * gk;
-      w[k] -= lr * (m[k] / c1) / (std::sqrt(v[k] / c2) + eps);
-    }
+    cf::Tensor g = cf::Tensor::empty(w_[i].shape(), cf::DType::kFloat32);
+    float* d = g.data<float>();
+    const std::vector<float>& s = sum_grads[i];
+    for (std::size_t k = 0; k < s.size(); ++k) d[k] = s[k] * scale;
+    grads.push_back(std::move(g));
   }
+  adam_.step(w_, grads);
 }
 
-ParamsPtr Adam::params(int64_t version) const {
+ParamsPtr Updater::params(int64_t version) const {
   auto p = std::make_shared<Params>();
   p->version = version;
-  for (std::size_t i = 0; i < kNumParams; ++i) p->t[i] = cf::Tensor::from_vector(w_[i], shapes_[i]);
+  for (std::size_t i = 0; i < kNumParams; ++i) p->t[i] = w_[i];
   return p;
 }
 

@@ -1,13 +1,13 @@
 // model.h — the MLP (64 -> hidden -> 10, relu, log-softmax cross-entropy) as a chanflow Graph
-// with its gradients, run on a GoMachine; the parameters and the Adam optimiser.
+// with its gradients, run on a GoMachine; the parameters and their optimiser (chanflow's Adam).
 //
 //   Params p = init_params({.hidden = 128}, /*seed=*/1);      // version 0
 //   TrainStep step({.hidden = 128}, /*rows=*/64);             // one per worker green thread
 //   StepOutput out = step.run(ctx, p, x, y);                  // forward + backward on a GoMachine
-//   Adam adam(p, {.lr = 3e-3});  adam.apply(sum_of_gradients, rows);  Params next = adam.params(1);
+//   Updater u(p, {.lr = 3e-3});  u.apply(sum_of_gradients, rows);  ParamsPtr next = u.params(1);
 //
 // Thread-safety: Params are immutable once made (share them freely between green threads). A
-// TrainStep belongs to one green thread at a time. Adam is used by the coordinator only.
+// TrainStep belongs to one green thread at a time. The Updater is used by the coordinator only.
 #pragma once
 
 #include <array>
@@ -17,6 +17,7 @@
 
 #include "chanflow/graph/go_machine.h"
 #include "chanflow/graph/graph.h"
+#include "chanflow/graph/optimizer.h"
 #include "chanflow/runtime/context.h"
 #include "chanflow/tensor/tensor.h"
 
@@ -74,29 +75,22 @@ class TrainStep {
   std::unique_ptr<chanflow::GoMachine> machine_;
 };
 
-struct AdamOptions {
-  double lr = 3e-3;
-  double beta1 = 0.9;
-  double beta2 = 0.999;
-  double eps = 1e-8;
-};
-
-// Adam over float32 parameters, updated in double-free float arithmetic in a fixed order (bit
-// reproducible).
-class Adam {
+// The coordinator's weights and their optimiser: cf::Adam (chanflow/graph/optimizer.h,
+// torch.optim.Adam's formula) updating the four float32 tensors in place. Deterministic: the
+// same gradients in the same order give the same weights bit for bit.
+class Updater {
  public:
-  Adam(const Params& initial, AdamOptions options);
+  Updater(const Params& initial, const chanflow::AdamConfig& config);
   // One step with the mean gradient sum_grads / rows.
   void apply(const std::array<std::vector<float>, kNumParams>& sum_grads, int64_t rows);
-  // A fresh immutable copy of the current weights, tagged `version`.
+  // The current weights, tagged `version`: they share the updater's tensors, and the next
+  // apply() copies on write, so a published version never changes.
   ParamsPtr params(int64_t version) const;
-  const std::array<std::vector<float>, kNumParams>& values() const { return w_; }
+  const std::vector<chanflow::Tensor>& values() const { return w_; }
 
  private:
-  AdamOptions opt_;
-  std::array<chanflow::Shape, kNumParams> shapes_;
-  std::array<std::vector<float>, kNumParams> w_, m_, v_;
-  int64_t t_ = 0;
+  chanflow::Adam adam_;
+  std::vector<chanflow::Tensor> w_;
 };
 
 }  // namespace train_digits

@@ -55,11 +55,13 @@ struct EvalDone {
 
 double seconds_since(int64_t t0_ns) { return static_cast<double>(steady_now_ns() - t0_ns) * 1e-9; }
 
-uint64_t fnv1a(const std::array<std::vector<float>, kNumParams>& w) {
+uint64_t fnv1a(const std::vector<cf::Tensor>& w) {
   uint64_t h = 1469598103934665603ull;
-  for (const auto& v : w) {
-    const auto* p = reinterpret_cast<const unsigned char*>(v.data());
-    for (std::size_t i = 0; i < v.size() * sizeof(float); ++i) h = (h ^ p[i]) * 1099511628211ull;
+  for (const cf::Tensor& t : w) {
+    const cf::Tensor c = t.contiguous();
+    const auto* p = reinterpret_cast<const unsigned char*>(c.data<float>());
+    const auto n = static_cast<std::size_t>(c.numel()) * sizeof(float);
+    for (std::size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
   }
   return h;
 }
@@ -136,7 +138,7 @@ TrainResult train(const Digits& digits, const Split& split, const TrainConfig& c
   for (int w = 0; w < k; ++w)
     machines.push_back(std::make_unique<TrainStep>(cfg.model, shard_rows));
   const Params initial = init_params(cfg.model, cfg.seed);
-  Adam adam(initial, cfg.adam);
+  Updater adam(initial, cfg.adam);
 
   TrainResult result;
   result.graph_nodes = machines[0]->nodes();

@@ -58,7 +58,7 @@ struct TrainConfig {
   bool pin_workers = true;
   uint64_t seed = 1;
   ModelShape model{};
-  AdamOptions adam{.lr = 5e-3};
+  chanflow::AdamConfig adam{.lr = 5e-3};  // cf::Adam (graph/optimizer.h)
   std::chrono::milliseconds deadline{0};  // 0: none
   std::string eval_program;               // path of eval.pbtxt
   int64_t eval_batch = 128;

@@ -16,5 +16,6 @@
 #include "chanflow/graph/grad.h"
 #include "chanflow/graph/graph.h"
 #include "chanflow/graph/ops.h"
+#include "chanflow/graph/optimizer.h"
 #include "chanflow/graph/table_ops.h"
 #include "chanflow/graph/tape_machine.h"

@@ -5,8 +5,10 @@ Runs SGD (plain, L2 decay, momentum, dampening, Nesterov), Adam (with and withou
 AdamW, some with global-norm clipping and a learning-rate schedule, for 100 steps on fixed float64
 data, once through tensor_optim_trajectory and once through torch.optim with autograd gradients of
 the same loss (see optim_trajectory.cc), and compares the final parameters to 1e-6.
+The same script checks the graph optimiser classes (graph_optimizer_torch, with
+tests/graph/optimizer_trajectory.cc as TRAJECTORY_EXE and NAME graph_optimizer_torch).
 Exits 77 (skipped) when torch or numpy is not installed.
-Usage: check_optim_torch.py TRAJECTORY_EXE WORK_DIR
+Usage: check_optim_torch.py TRAJECTORY_EXE WORK_DIR [NAME]
 """
 import math
 import os
@@ -18,7 +20,7 @@ try:
     import numpy as np
     import torch
 except ImportError as e:  # an optional peer: skip visibly
-    print(f"tensor_optim_torch: skipped ({e}); install python3-numpy and python3-torch")
+    print(f"{sys.argv[3] if len(sys.argv) > 3 else 'tensor_optim_torch'}: skipped ({e}); install python3-numpy and python3-torch")
     sys.exit(77)
 
 STEPS = 100
@@ -92,6 +94,7 @@ def run_torch(data, kind, o):
 
 def main():
     exe, work = sys.argv[1], sys.argv[2]
+    label = sys.argv[3] if len(sys.argv) > 3 else "tensor_optim_torch"
     if os.path.isdir(work):
         shutil.rmtree(work)
     os.makedirs(work)
@@ -129,7 +132,7 @@ def main():
                 failures.append(f"{x} and {y} give the same parameters: an option has no effect")
     for f in failures:
         print("FAIL:", f)
-    print(f"tensor_optim_torch: {len(CONFIGS)} configurations, {len(failures)} failures")
+    print(f"{label}: {len(CONFIGS)} configurations, {len(failures)} failures")
     return 1 if failures else 0
 
 
