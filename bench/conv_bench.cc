@@ -17,12 +17,15 @@
 //
 // `chanflow_conv_bench --rss=LeNet2` (one shape per process) prints instead how much the peak RSS
 // grows over five forward + backward passes at batch 64 after a warm-up pass at batch 16, the
-// measurement the peer makes with --rss.
+// measurement the peer makes with --rss. The peak is the process's VmHWM (/proc/self/status), not
+// getrusage's ru_maxrss: Linux carries the parent's peak RSS into ru_maxrss across fork + exec, so
+// a child started by a larger process (scripts/bench.py) would read growth 0 below that level.
 #include <benchmark/benchmark.h>
-#include <sys/resource.h>
 
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <string>
 
 #include "chanflow/tensor.h"
 
@@ -106,10 +109,13 @@ BENCHMARK(BM_Conv2dLeNet2Step)
     ->Threads(1)
     ->Threads(2);
 
+// This process's peak resident set (VmHWM) in KiB; -1 when /proc/self/status has no VmHWM line.
 long max_rss_kib() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return u.ru_maxrss;
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stol(line.substr(6));
+  }
+  return -1;
 }
 
 int rss(const LeNetShape& s, const char* name) {

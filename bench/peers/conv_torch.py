@@ -23,7 +23,8 @@ oneDNN allocates itself, such as its blocked-layout copies of the operands, are 
 --rss SHAPE prints instead how much the process's peak RSS grows over five forward + backward
 passes at batch 64, after a warm-up pass at batch 16 (JIT code, allocator set-up): the memory a
 training step's convolution holds at its peak beyond what the smaller pass needed, oneDNN's own
-buffers included.
+buffers included. The peak is the process's VmHWM (/proc/self/status): ru_maxrss would start at
+the peak RSS of the process that started this one (Linux carries it across fork + exec).
 
 With 2 threads on a 2-core host that also runs other work, OpenMP's default wait policy (its
 threads spin between parallel regions) makes every call many times slower; OMP_WAIT_POLICY=PASSIVE
@@ -36,7 +37,6 @@ backward. scripts/bench.py times these settings and compares chanflow with the b
 import argparse
 import json
 import os
-import resource
 import time
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -76,6 +76,11 @@ def peak_extra(fn):
     return peak
 
 
+def peak_rss_kib():
+    with open("/proc/self/status") as f:
+        return next(int(l.split()[1]) for l in f if l.startswith("VmHWM:"))
+
+
 def rss(name):
     xs, ws = SHAPES[name]
     x = torch.randn(xs)
@@ -89,10 +94,10 @@ def rss(name):
 
     with torch.no_grad():
         step(16)
-        r0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        r0 = peak_rss_kib()
         for _ in range(5):
             step(xs[0])
-        r1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        r1 = peak_rss_kib()
     print(json.dumps({"name": f"Conv2d{name}PeakRssGrowth", "kib": r1 - r0}), flush=True)
 
 
