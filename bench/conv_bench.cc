@@ -4,20 +4,28 @@
 //   LeNet2: input 64x20x12x12, filter 50x20x5x5 -> 64x50x8x8
 // BM_Conv2dLeNet{1,2}Forward times conv2d; BM_Conv2dLeNet{1,2}Backward times conv2d_grad_input
 // plus conv2d_grad_filter (the two gradients a training step needs, as the peer's
-// aten::convolution_backward computes them). OpenBLAS runs single-threaded (chanflow's default);
-// compare with the peer at torch.set_num_threads(1) and 2.
+// aten::convolution_backward computes them). BM_Conv2dLeNet{1,2}Step times one training step's
+// convolution work, conv2d + conv2d_grad_input + conv2d_grad_filter, on one thread and on two
+// threads at once (->Threads(2)), each thread on its own batch, as two green-thread workers run
+// two batches: with UseRealTime Google Benchmark reports wall time / the iterations of both
+// threads, the time per batch at that throughput. OpenBLAS runs single-threaded (chanflow's
+// kernels do not parallelise inside one call); compare with the peer at torch.set_num_threads(1)
+// and 2.
 //
 //   build/release/bench/tensor/chanflow_conv_bench --benchmark_min_time=1
 //   OPENBLAS_NUM_THREADS=1 /usr/bin/python3 bench/peers/conv_torch.py --threads 1
 //
 // `chanflow_conv_bench --rss=LeNet2` (one shape per process) prints instead how much the peak RSS
 // grows over five forward + backward passes at batch 64 after a warm-up pass at batch 16, the
-// measurement the peer makes with --rss.
+// measurement the peer makes with --rss. The peak is the process's VmHWM (/proc/self/status), not
+// getrusage's ru_maxrss: Linux carries the parent's peak RSS into ru_maxrss across fork + exec, so
+// a child started by a larger process (scripts/bench.py) would read growth 0 below that level.
 #include <benchmark/benchmark.h>
-#include <sys/resource.h>
 
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <string>
 
 #include "chanflow/tensor.h"
 
@@ -61,6 +69,25 @@ void backward(benchmark::State& state, const LeNetShape& s) {
       benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
 }
 
+// One thread's inputs are its own (made by the thread before its loop), as a worker's batch is.
+void step(benchmark::State& state, const LeNetShape& s) {
+  const cf::Tensor x = cf::uniform(s.x, -1, 1, 1);
+  const cf::Tensor w = cf::uniform(s.w, -1, 1, 2);
+  const cf::Shape o = cf::conv2d_output_shape(s.x, s.w, {});
+  const cf::Tensor gy = cf::uniform(o, -1, 1, 3);
+  for (auto _ : state) {
+    cf::Tensor y = cf::conv2d(x, w, {});
+    cf::Tensor gx = cf::conv2d_grad_input(gy, w, s.x, {});
+    cf::Tensor gw = cf::conv2d_grad_filter(gy, x, s.w, {});
+    benchmark::DoNotOptimize(y->raw_data());
+    benchmark::DoNotOptimize(gx->raw_data());
+    benchmark::DoNotOptimize(gw->raw_data());
+  }
+  state.counters["GFLOPS"] = benchmark::Counter(
+      static_cast<double>(6 * cf::shape_numel(o) * s.w[1] * s.w[2] * s.w[3]),
+      benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
+}
+
 void BM_Conv2dLeNet1Forward(benchmark::State& state) { forward(state, kLeNet[0]); }
 void BM_Conv2dLeNet2Forward(benchmark::State& state) { forward(state, kLeNet[1]); }
 void BM_Conv2dLeNet1Backward(benchmark::State& state) { backward(state, kLeNet[0]); }
@@ -69,11 +96,26 @@ BENCHMARK(BM_Conv2dLeNet1Forward)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Conv2dLeNet1Backward)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Conv2dLeNet2Forward)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Conv2dLeNet2Backward)->Unit(benchmark::kMillisecond)->UseRealTime();
+void BM_Conv2dLeNet1Step(benchmark::State& state) { step(state, kLeNet[0]); }
+void BM_Conv2dLeNet2Step(benchmark::State& state) { step(state, kLeNet[1]); }
+BENCHMARK(BM_Conv2dLeNet1Step)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Threads(1)
+    ->Threads(2);
+BENCHMARK(BM_Conv2dLeNet2Step)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Threads(1)
+    ->Threads(2);
 
+// This process's peak resident set (VmHWM) in KiB; -1 when /proc/self/status has no VmHWM line.
 long max_rss_kib() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return u.ru_maxrss;
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stol(line.substr(6));
+  }
+  return -1;
 }
 
 int rss(const LeNetShape& s, const char* name) {

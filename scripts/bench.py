@@ -15,11 +15,13 @@ gnuplot-nox) when they are missing (CHANFLOW_SKIP_BOOTSTRAP=1 skips it).
     python3 scripts/bench.py --quick      # smoke run: fewer repetitions, smaller counts
     python3 scripts/bench.py --only objects
     python3 scripts/bench.py --only python   # the Python module against the C++ call and PyTorch
+    python3 scripts/bench.py --only training # conv2d / nn.h kernels against PyTorch and memcpy
 
-Peers run in a fixed environment: Go under GOMAXPROCS=1/2/4 (compared with
-chanflow at the same worker count), Boost.Fiber with GLIBC_TUNABLES keeping freed stacks faulted
-in, OpenBLAS single-threaded. The Python rows run bench/python/python_bench.py under
-/usr/bin/python3 (the interpreter the release preset builds chanflow._native for) against the
+Peers run in a fixed environment: Go under GOMAXPROCS=1/2/4 (compared with chanflow at the same
+worker count), Boost.Fiber with GLIBC_TUNABLES keeping freed stacks faulted in, OpenBLAS
+single-threaded; PyTorch (bench/peers/conv_torch.py, the training rows) under /usr/bin/python3 at 1
+and 2 threads, oneDNN on and off (TORCH_RUNS). The Python rows run bench/python/python_bench.py
+under /usr/bin/python3 (the interpreter the release preset builds chanflow._native for) against the
 module in build/release/python, and are n/a, saying why, when that module was not built. Nothing
 here edits a number: every figure comes from a program run.
 """
@@ -44,13 +46,36 @@ DOC = ROOT / "docs" / "benchmarks.md"
 HISTORY = ROOT / "docs" / "benchmarks_history.md"
 PYTHON = Path("/usr/bin/python3")  # CMakePresets.json builds chanflow._native for this one
 PY_BENCH = ROOT / "bench" / "python" / "python_bench.py"
+TORCH_CONV = ROOT / "bench" / "peers" / "conv_torch.py"
 
 BOOST_ENV = {
     "GLIBC_TUNABLES": "glibc.malloc.trim_threshold=4000000000:glibc.malloc.mmap_threshold=4000000000"
 }
 WORKERS = (1, 2, 4)
-AREAS = ("channels", "select", "green threads", "scaling", "objects", "tensor", "graph",
-         "executor", "python")
+AREAS = ("channels", "select", "green threads", "scaling", "objects", "tensor", "training",
+         "graph", "executor", "python")
+# bench/tensor/ binaries the training area runs (its own source, src_training), not the tensor one.
+TRAINING_EXES = ("chanflow_conv_bench", "chanflow_nn_bench")
+# The PyTorch settings the training rows time, one process each: (key, threads, environment,
+# flags, kinds). OpenBLAS is single-threaded in all (torch's own threads are the parallelism).
+# OMP_WAIT_POLICY=PASSIVE lets torch's idle OpenMP threads sleep instead of spinning: on a busy
+# 2-core host the default policy's spinning makes each 2-thread call many times slower, so the
+# 2-thread settings run with PASSIVE and, for context, once more with the default (None: the
+# variable is removed from the environment). --no-mkldnn runs torch's own im2col + BLAS kernels
+# instead of oneDNN's (faster on LeNet1's single input channel). Each row compares chanflow with
+# the best of these (per repetition), never with one chosen for it.
+TORCH_RUNS = (
+    ("torch1", 1, {}, (), "Forward,Backward,Step"),
+    ("torch1_nodnnl", 1, {}, ("--no-mkldnn",), "Forward,Backward,Step"),
+    ("torch2", 2, {"OMP_WAIT_POLICY": "PASSIVE"}, (), "Step"),
+    ("torch2_nodnnl", 2, {"OMP_WAIT_POLICY": "PASSIVE"}, ("--no-mkldnn",), "Step"),
+    ("torch2_spin", 2, {"OMP_WAIT_POLICY": None}, (), "Step"),
+)
+TORCH_LABELS = {"torch1": "1 thread, oneDNN", "torch1_nodnnl": "1 thread, no oneDNN",
+                "torch_2proc": "2 processes x 1 thread, a batch each, oneDNN (approximate)",
+                "torch2": "2 threads, oneDNN", "torch2_nodnnl": "2 threads, no oneDNN",
+                "torch2_spin": "2 threads, oneDNN, default OMP wait policy"}
+LENET = ("LeNet1", "LeNet2")
 
 
 def log(msg):
@@ -60,10 +85,14 @@ def log(msg):
 def run(cmd, env=None, cwd=None, timeout=3600):
     """Runs a command, returns stdout; raises with its stderr on failure."""
     full_env = dict(os.environ)
-    if env:
-        full_env.update(env)
+    for k, v in (env or {}).items():  # None: the variable is removed
+        if v is None:
+            full_env.pop(k, None)
+        else:
+            full_env[k] = v
     log("$ " + " ".join(str(c) for c in cmd) +
-        ("" if not env else "   [" + " ".join(f"{k}={v}" for k, v in env.items()) + "]"))
+        ("" if not env else "   [" + " ".join(f"{k}={'(unset)' if v is None else v}"
+                                              for k, v in env.items()) + "]"))
     p = subprocess.run([str(c) for c in cmd], env=full_env, cwd=cwd, capture_output=True,
                        text=True, timeout=timeout)
     if p.returncode != 0:
@@ -229,7 +258,8 @@ class Sources:
     def src_cf_tensor(self):
         self.build_chanflow()
         exes = sorted((BUILD / "bench" / "tensor").glob("*bench*")) if (BUILD / "bench" / "tensor").exists() else []
-        exes = [e for e in exes if e.is_file() and os.access(e, os.X_OK)]
+        exes = [e for e in exes if e.is_file() and os.access(e, os.X_OK)
+                and e.name not in TRAINING_EXES]
         if not exes:
             raise Unavailable("no tensor benchmark binary (bench/tensor/) built yet")
         res = {}
@@ -367,6 +397,144 @@ class Sources:
         """A round trip between two Python threads over chanflow channels and over queue.Queue,
         interleaved in one process (bench/python/python_bench.py chan)."""
         return self.python_bench("chan", "--reps", self.reps, "--min-time", self.args.min_time)
+
+    def src_training(self):
+        """The training rows: bench/conv_bench.cc and bench/nn_bench.cc (OpenBLAS single-threaded)
+        against bench/peers/conv_torch.py under each of TORCH_RUNS, one repetition of each side in
+        turn (chanflow first in even repetitions, PyTorch first in odd ones), so that a busy
+        machine's load falls on both alike; nn_bench's memcpy peer runs in the same process as its
+        kernels. Keys: cf:<benchmark>, nn:<benchmark>[#counter], <torch run>:<benchmark>, and per
+        repetition the best of the torch runs, torch_best:<benchmark> (all runs) and
+        torch_best1:<benchmark> (the 1-thread ones). Then, mem_reps times in turn, the peak-RSS
+        growth of both sides' --rss mode (one process per shape): cf_rss:<shape>,
+        torch_rss:<shape> (oneDNN) and torch_rss_nodnnl:<shape>, in bytes."""
+        conv = self.chanflow_exe("tensor/chanflow_conv_bench", "tensor layer, conv2d")
+        nn = self.chanflow_exe("tensor/chanflow_nn_bench", "tensor layer, nn.h kernels")
+        blas1 = {"OPENBLAS_NUM_THREADS": "1"}
+        res = {}
+
+        def merge(prefix, data):
+            for k, v in data.items():
+                if isinstance(v, list):
+                    res.setdefault(prefix + k, []).extend(v)
+                else:
+                    res[prefix + k] = v
+
+        def chanflow_side():
+            merge("cf:", self.gbench(conv, filt="^BM_Conv2d", env=blas1, reps=1,
+                                     min_time=self.args.min_time))
+            merge("nn:", self.gbench(nn, env=blas1, reps=1, min_time=self.args.min_time))
+
+        def torch_json(key, cmd, env):
+            """conv_torch.py's JSON lines as {name: value}, or a string saying why not."""
+            if not PYTHON.exists():
+                return f"{PYTHON} does not exist (PyTorch's interpreter)"
+            try:
+                out = run([PYTHON, TORCH_CONV, *cmd], env={**blas1, **env})
+            except (RuntimeError, subprocess.TimeoutExpired) as e:
+                return f"conv_torch.py ({TORCH_LABELS.get(key, key)}) failed: " \
+                       + str(e).splitlines()[0]
+            lines = [json.loads(l) for l in out.splitlines() if l.startswith("{")]
+            for l in lines:
+                if "torch" in l:
+                    self.versions["PyTorch"] = (f"torch {l['torch']} ({PYTHON}), oneDNN on and "
+                                                "off, OpenBLAS 1 thread")
+            return lines
+
+        def torch_side():
+            for key, threads, env, flags, kinds in TORCH_RUNS:
+                lines = torch_json(key, ["--threads", threads, "--kinds", kinds, "--min-time",
+                                         self.args.min_time, *flags], env)
+                if isinstance(lines, str):
+                    for shape in LENET:
+                        for kind in kinds.split(","):
+                            res[f"{key}:BM_Conv2d{shape}{kind}!error"] = lines
+                    continue
+                for l in lines:
+                    res.setdefault(f"{key}:{l['name']}", []).append(l["ms_per_call"] * 1e6)
+            two_processes()
+
+        def two_processes():
+            """chanflow's own scheme in torch: two 1-thread processes stepping at once, a batch
+            each; the time per batch is 1 / the sum of their rates. Approximate: the processes'
+            timed windows start together but are not synchronised."""
+            if not PYTHON.exists():
+                for shape in LENET:
+                    res[f"torch_2proc:BM_Conv2d{shape}Step!error"] = f"{PYTHON} does not exist"
+                return
+            cmd = [str(PYTHON), str(TORCH_CONV), "--threads", "1", "--kinds", "Step",
+                   "--min-time", str(self.args.min_time)]
+            log("$ 2 x " + " ".join(cmd) + "   [OPENBLAS_NUM_THREADS=1, at once]")
+            env = {**os.environ, **blas1}
+            procs = [subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True) for _ in range(2)]
+            outs = [p.communicate(timeout=3600) for p in procs]
+            if any(p.returncode for p in procs):
+                for shape in LENET:
+                    res[f"torch_2proc:BM_Conv2d{shape}Step!error"] = (
+                        "two conv_torch.py processes failed: " + outs[0][1].strip()[-200:])
+                return
+            rates = {}
+            for out, _ in outs:
+                for l in out.splitlines():
+                    if l.startswith("{"):
+                        d = json.loads(l)
+                        rates.setdefault(d["name"], []).append(1.0 / d["ms_per_call"])
+            for name, r in rates.items():
+                if len(r) == 2:
+                    res.setdefault(f"torch_2proc:{name}", []).append(1e6 / sum(r))
+
+        for rep in range(self.reps):
+            sides = (chanflow_side, torch_side)
+            for side in sides if rep % 2 == 0 else sides[::-1]:
+                side()
+
+        # The best torch setting of each repetition (the runs' samples line up by repetition).
+        winners = {}
+        for best, runs in (("torch_best", [r[0] for r in TORCH_RUNS]),
+                           ("torch_best1", [r[0] for r in TORCH_RUNS if r[1] == 1])):
+            for shape in LENET:
+                for kind in ("Forward", "Backward", "Step"):
+                    name = f"BM_Conv2d{shape}{kind}"
+                    have = [k for k in runs if f"{k}:{name}" in res]
+                    if not have:
+                        why = next((res[f"{k}:{name}!error"] for k in runs
+                                    if f"{k}:{name}!error" in res), None)
+                        if why:
+                            res[f"{best}:{name}!error"] = why
+                        continue
+                    n = min(len(res[f"{k}:{name}"]) for k in have)
+                    picks = [min(have, key=lambda k: res[f"{k}:{name}"][i]) for i in range(n)]
+                    res[f"{best}:{name}"] = [res[f"{k}:{name}"][i] for i, k in enumerate(picks)]
+                    if best == "torch_best" and kind == "Step":
+                        winners[shape] = ", ".join(
+                            f"{TORCH_LABELS[k]} {picks.count(k)}/{n}"
+                            for k in sorted(set(picks), key=picks.count, reverse=True))
+        if winners:
+            self.versions["PyTorch's best setting per repetition (Step)"] = "; ".join(
+                f"{shape}: {w}" for shape, w in winners.items())
+
+        for rep in range(self.args.mem_reps):
+            for shape in LENET:
+                def cf_rss():
+                    try:
+                        out = run([conv, f"--rss={shape}"], env=blas1)
+                        res.setdefault(f"cf_rss:{shape}", []).append(
+                            json.loads(out.strip().splitlines()[-1])["kib"] * 1024.0)
+                    except (RuntimeError, subprocess.TimeoutExpired, ValueError) as e:
+                        res[f"cf_rss:{shape}!error"] = str(e).splitlines()[0]
+
+                def torch_rss():
+                    for key, flags in (("torch_rss", ()), ("torch_rss_nodnnl", ("--no-mkldnn",))):
+                        lines = torch_json("torch1", ["--rss", shape, *flags], {})
+                        if isinstance(lines, str):
+                            res[f"{key}:{shape}!error"] = lines
+                        else:
+                            res.setdefault(f"{key}:{shape}", []).append(lines[-1]["kib"] * 1024.0)
+                sides = (cf_rss, torch_rss)
+                for side in sides if rep % 2 == 0 else sides[::-1]:
+                    side()
+        return res
 
     def src_tbb(self, threads):
         exe = self.build_peer("tbb_flow_peer")
@@ -519,6 +687,59 @@ def rows():
     add("tensor", "matmul 1024^2 float32", ("cf_tensor", "BM_Matmul/1024#flops"),
         ("blas", "BM_SgemmDirect/1024#flops"), "OpenBLAS sgemm direct", "GFLOP/s", (">=", 0.95),
         lambda f: f / 1e9)
+    # Training (bench/conv_bench.cc, bench/nn_bench.cc; PyTorch peer bench/peers/conv_torch.py):
+    # conv2d forward + input and filter gradients on the LeNet shapes at batch 64, in steps per
+    # second (ratio = torch's time / chanflow's). chanflow's kernels are single-threaded: it
+    # trains on 2 cores with two workers on a batch each, so its 2-thread figure is the time per
+    # batch of two threads stepping at once (BM_Conv2dLeNet*Step/threads:2); torch's is its best
+    # setting of that repetition (1 or 2 threads, oneDNN on or off, TORCH_RUNS). Target >= 1.
+    def steps(ns):
+        return 1e9 / ns
+
+    for n, what in ((1, "LeNet1 1->20 5x5 on 28x28"), (2, "LeNet2 20->50 5x5 on 12x12")):
+        step = f"conv2d fwd + grad input + grad filter, {what}, batch 64"
+        cf_step = f"cf:BM_Conv2dLeNet{n}Step/real_time/threads:"
+        torch_step = f"BM_Conv2dLeNet{n}Step"
+        add("training", f"{step}: chanflow 2 threads, per batch",
+            ("training", cf_step + "2"), ("training", f"torch_best:{torch_step}"),
+            "PyTorch best of 1/2 threads, oneDNN on/off", "steps/s", (">=", 1.0), steps)
+        add("training", f"{step}: 1 thread", ("training", cf_step + "1"),
+            ("training", f"torch_best1:{torch_step}"), "PyTorch 1 thread, best of oneDNN on/off",
+            "steps/s", (">=", 1.0), steps)
+        for key in ("torch2", "torch2_nodnnl", "torch2_spin", "torch_2proc"):
+            add("training", f"{step}: chanflow 2 threads, per batch", ("training", cf_step + "2"),
+                ("training", f"{key}:{torch_step}"), f"PyTorch {TORCH_LABELS[key]}", "steps/s",
+                None, steps)
+        for kind, label in (("Forward", "conv2d forward"),
+                            ("Backward", "conv2d grad input + grad filter")):
+            add("training", f"{label}, {what}, batch 64: 1 thread",
+                ("training", f"cf:BM_Conv2dLeNet{n}{kind}"),
+                ("training", f"torch_best1:BM_Conv2dLeNet{n}{kind}"),
+                "PyTorch 1 thread, best of oneDNN on/off", "calls/s", None, steps)
+    # Peak memory: how much the peak RSS grows over five forward + backward passes at batch 64
+    # after a warm-up pass at batch 16, one process per figure (conv_bench --rss=, conv_torch.py
+    # --rss). Target: chanflow <= torch (default settings: oneDNN).
+    for shape in LENET:
+        for key, label, target in (("torch_rss", "PyTorch 1 thread, oneDNN", ("<=", 1.0)),
+                                   ("torch_rss_nodnnl", "PyTorch 1 thread, no oneDNN", None)):
+            add("training", f"peak RSS growth, conv2d fwd + bwd, {shape}, batch 64",
+                ("training", f"cf_rss:{shape}"), ("training", f"{key}:{shape}"), label, "KiB",
+                target, lambda b: b / 1024)
+    # The memory-bound kernels of nn.h on 32 MiB float32 against memcpy of 32 MiB in the same
+    # process (bench/nn_bench.cc): bytes_per_second counts the traffic each kernel must do at
+    # least (see that file). Target >= 0.8 x memcpy's bandwidth.
+    for key, label in (("LeakyRelu", "leaky_relu"), ("ReluGrad", "relu_grad"),
+                       ("SigmoidGrad", "sigmoid_grad"), ("LeakyReluGrad", "leaky_relu_grad"),
+                       ("DropoutTrain", "dropout (training: output + mask)"),
+                       ("DropoutGrad", "dropout_grad"),
+                       ("BatchNormInferNCHW", "batch_norm_infer NCHW"),
+                       ("BatchNormTrainNCHW", "batch_norm_train NCHW"),
+                       ("BatchNormTrainNHWC", "batch_norm_train NHWC"),
+                       ("ConcatAxis1", "concat of two halves, axis 1"),
+                       ("SplitAxis1", "split in two, axis 1")):
+        add("training", f"{label}, 32 MiB float32", ("training", f"nn:BM_{key}#bytes_per_second"),
+            ("training", "nn:BM_Memcpy#bytes_per_second"), "memcpy 32 MiB (same process)", "GB/s",
+            (">=", 0.8), lambda b: b / 1e9)
     # GoMachine (graph layer, bench/graph/) against oneTBB flow graph: per-node run time, 100k
     # empty nodes; and against its own TapeMachine (speed-up = Tape time / GoMachine time).
     for t in (1, 2):
