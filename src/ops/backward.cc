@@ -323,13 +323,20 @@ class Backward::Call final : public GradCall {
     }
     const OpDef* def = find_op_def(type);
     // Output types: the row's inference on the inputs' declared types, or (a built-in op
-    // without a row) the first input's type.
+    // without a row) the first input's type; when the declarations are too vague for the
+    // inference (variables declared without their shapes), the first input's dtype and no
+    // shape, as those variables: the kernel checks the values at run time.
     std::map<std::string, std::vector<std::optional<TensorInfo>>> out_info;
+    bool vague = false;
     if (def != nullptr && def->has_kernel()) {
       InferFromNames inf(b_, def->schema(), p.inputs, outputs);
       OpDesc probe = OpDesc::make(type, {}, {}, attrs);
-      def->infer(AttrReader(def->schema(), probe), inf);
-      out_info = inf.out;
+      try {
+        def->infer(AttrReader(def->schema(), probe), inf);
+        out_info = inf.out;
+      } catch (const ShapeError&) {
+        vague = true;
+      }
     }
     std::vector<std::vector<GradValue>> result;
     for (const auto& [o, count] : outputs) {
@@ -342,6 +349,7 @@ class Backward::Call final : public GradCall {
             it != out_info.end() && i < it->second.size() && it->second[i]
                 ? *it->second[i]
                 : b_.info_of(b_.names_[static_cast<size_t>(p.inputs.at(0).second.at(0))]);
+        if (vague) info.shape.clear();
         b_.declare(tmp, info);
         const int64_t id = b_.value(tmp);
         b_.temps_.insert(id);
