@@ -32,12 +32,15 @@ struct NodeData {
   DType to = DType::kFloat32;    // cast
   std::shared_ptr<CustomFn> fn;  // custom
   // A table op (kTable): its row, its type and attributes, where each input slot's operands
-  // start in `operands` (slot k: [in_start[k], in_start[k + 1])), and the output slot the node
-  // is (one node per output of the op).
+  // start in `operands` (slot k: [in_start[k], in_start[k + 1])), and the output the node is
+  // (one node per output of the op): value out_index of out_count values of slot out_slot
+  // (out_count > 1 only for a duplicable output slot, e.g. split's Out).
   const OpDef* def = nullptr;
   OpDesc desc;
   std::vector<uint32_t> in_start;
   int32_t out_slot = -1;
+  uint32_t out_index = 0;
+  uint32_t out_count = 1;
 };
 
 struct GraphImpl : std::enable_shared_from_this<GraphImpl> {

@@ -48,7 +48,14 @@ OpDesc make_desc(const OpDef& d, const OpDesc::Attrs& attrs) {
       }
     }
   }
-  return OpDesc::make(d.type(), {}, {}, attrs);
+  OpDesc desc = OpDesc::make(d.type(), {}, {}, attrs);
+  if (d.draws_seed() && !AttrReader(s, desc).b("fix_seed")) {
+    CHANFLOW_THROW(Error) << "op '" << d.type()
+                          << "': in a graph it needs fix_seed true (and a seed): each output node "
+                             "runs the kernel on its own, so a fresh draw per run would give them "
+                             "different random values";
+  }
+  return desc;
 }
 
 class BuildInfer final : public InferCall {
@@ -73,9 +80,9 @@ class BuildInfer final : public InferCall {
     }
     return infos_[n_.in_start[static_cast<size_t>(slot)] + i];
   }
-  size_t num_outputs(int slot) const override { return slot == n_.out_slot ? 1 : 0; }
+  size_t num_outputs(int slot) const override { return slot == n_.out_slot ? n_.out_count : 0; }
   void set_output(int slot, TensorInfo info, size_t i) override {
-    if (slot == n_.out_slot && i == 0) out = std::move(info);
+    if (slot == n_.out_slot && i == n_.out_index) out = std::move(info);
   }
   std::optional<TensorInfo> out;
 
@@ -85,8 +92,14 @@ class BuildInfer final : public InferCall {
   std::vector<TensorInfo> infos_;
 };
 
-Node build_table_node(const OpDef& d, const OpDesc& desc, const OpInputs& inputs, int out_slot) {
+Node build_table_node(const OpDef& d, const OpDesc& desc, const OpInputs& inputs, int out_slot,
+                      uint32_t out_index = 0, uint32_t out_count = 1) {
   const OpSchema& s = d.schema();
+  if (out_count > 1 && !s.outputs().at(static_cast<size_t>(out_slot)).duplicable) {
+    CHANFLOW_THROW(Error) << "op '" << d.type() << "': output slot '"
+                          << s.outputs().at(static_cast<size_t>(out_slot)).name
+                          << "' holds one value, not " << out_count;
+  }
   GraphImpl* g = nullptr;
   for (const auto& [slot, nodes] : inputs) {
     const ArgSpec* spec = s.input(slot);
@@ -135,8 +148,11 @@ Node build_table_node(const OpDef& d, const OpDesc& desc, const OpInputs& inputs
     n.operands = std::move(operands);
     n.in_start = std::move(start);
     n.out_slot = out_slot;
+    n.out_index = out_index;
+    n.out_count = out_count;
     const std::string& slot_name = s.outputs().at(static_cast<size_t>(out_slot)).name;
-    n.name = d.type() + std::to_string(n.id) + (out_slot == 0 ? "" : "." + slot_name);
+    n.name = d.type() + std::to_string(n.id) + (out_slot == 0 ? "" : "." + slot_name) +
+             (out_count > 1 ? "[" + std::to_string(out_index) + "]" : "");
     BuildInfer infer(*g, n);
     d.infer(AttrReader(s, desc), infer);
     if (!infer.out) {
@@ -184,10 +200,13 @@ class EvalCall final : public KernelCall {
     }
     return in_[n_.in_start[static_cast<size_t>(slot)] + i];
   }
-  size_t num_outputs(int slot) const override { return slot == n_.out_slot ? 1 : 0; }
+  size_t num_outputs(int slot) const override { return slot == n_.out_slot ? n_.out_count : 0; }
+  bool wants_value(int slot, size_t i) const override {
+    return slot == n_.out_slot && i == n_.out_index;
+  }
   Tensor take_output(int, size_t) override { return {}; }
   void set_output(int slot, Tensor value, size_t i) override {
-    if (slot == n_.out_slot && i == 0) out = std::move(value);
+    if (slot == n_.out_slot && i == n_.out_index) out = std::move(value);
   }
   KernelOptions options(int64_t work, WorkKind kind) const override {
     KernelOptions o;
@@ -213,10 +232,11 @@ class GraphGradCall final : public GradCall {
     return k < 0 ? GradValue{} : GradValue{v_.x[static_cast<size_t>(k)].id()};
   }
   GradValue output(int slot, size_t i) override {
-    if (i != 0 || slot < 0 || static_cast<size_t>(slot) >= v_.n.def->schema().outputs().size()) {
-      return {};
-    }
-    if (slot == v_.n.out_slot) return GradValue{v_.y.id()};
+    if (slot < 0 || static_cast<size_t>(slot) >= v_.n.def->schema().outputs().size()) return {};
+    // The node's own slot has out_count values; another slot is taken to hold one.
+    const uint32_t count = slot == v_.n.out_slot ? v_.n.out_count : 1;
+    if (i >= count) return {};
+    if (slot == v_.n.out_slot && i == v_.n.out_index) return GradValue{v_.y.id()};
     // A sibling node computing that output of the same op.
     OpInputs ins;
     const OpSchema& s = v_.n.def->schema();
@@ -225,10 +245,11 @@ class GraphGradCall final : public GradCall {
       for (uint32_t j = v_.n.in_start[k]; j < v_.n.in_start[k + 1]; ++j) nodes.push_back(v_.x[j]);
       if (!nodes.empty()) ins.emplace_back(s.inputs()[k].name, std::move(nodes));
     }
-    return GradValue{build_table_node(*v_.n.def, v_.n.desc, ins, slot).id()};
+    return GradValue{
+        build_table_node(*v_.n.def, v_.n.desc, ins, slot, static_cast<uint32_t>(i), count).id()};
   }
   GradValue output_grad(int slot, size_t i) override {
-    return slot == v_.n.out_slot && i == 0 ? GradValue{v_.g.id()} : GradValue{};
+    return slot == v_.n.out_slot && i == v_.n.out_index ? GradValue{v_.g.id()} : GradValue{};
   }
   bool needs_grad(int slot, size_t i) const override {
     const int64_t k = operand_index(slot, i);
@@ -241,9 +262,9 @@ class GraphGradCall final : public GradCall {
     Node& out = v_.out[static_cast<size_t>(k)];
     out = out.valid() ? add(out, gn) : gn;
   }
-  std::vector<GradValue> emit(const std::string& type, const Inputs& inputs,
-                              const OpDesc::Attrs& attrs,
-                              const std::vector<std::string>& outputs) override {
+  std::vector<std::vector<GradValue>> emit_outputs(const std::string& type, const Inputs& inputs,
+                                                   const OpDesc::Attrs& attrs,
+                                                   const Outputs& outputs) override {
     OpInputs ins;
     for (const auto& [slot, values] : inputs) {
       std::vector<Node> nodes;
@@ -252,8 +273,19 @@ class GraphGradCall final : public GradCall {
       }
       if (!nodes.empty()) ins.emplace_back(slot, std::move(nodes));
     }
-    std::vector<GradValue> r;
-    for (const std::string& o : outputs) r.push_back(GradValue{op(type, ins, attrs, o).id()});
+    const OpDef& d = def_for(type);
+    const OpDesc desc = make_desc(d, attrs);
+    std::vector<std::vector<GradValue>> r;
+    for (const auto& [o, count] : outputs) {
+      const int slot = output_slot_of(d, o);
+      std::vector<GradValue> values;
+      for (size_t i = 0; i < count; ++i) {
+        values.push_back(GradValue{build_table_node(d, desc, ins, slot, static_cast<uint32_t>(i),
+                                                    static_cast<uint32_t>(count))
+                                       .id()});
+      }
+      r.push_back(std::move(values));
+    }
     return r;
   }
   const OpDesc& forward() const override { return v_.n.desc; }
@@ -359,6 +391,20 @@ Node op(const std::string& type, const OpInputs& inputs, const OpDesc::Attrs& at
   const OpDef& d = detail::def_for(type);
   return detail::build_table_node(d, detail::make_desc(d, attrs), inputs,
                                   detail::output_slot_of(d, output));
+}
+
+std::vector<Node> op_values(const std::string& type, const OpInputs& inputs,
+                            const OpDesc::Attrs& attrs, const std::string& output, size_t count) {
+  const OpDef& d = detail::def_for(type);
+  const OpDesc desc = detail::make_desc(d, attrs);
+  const int slot = detail::output_slot_of(d, output);
+  if (count == 0) CHANFLOW_THROW(Error) << "op '" << type << "': asked for 0 values of " << output;
+  std::vector<Node> r;
+  for (size_t i = 0; i < count; ++i) {
+    r.push_back(detail::build_table_node(d, desc, inputs, slot, static_cast<uint32_t>(i),
+                                         static_cast<uint32_t>(count)));
+  }
+  return r;
 }
 
 std::map<std::string, Node> op_outputs(const std::string& type, const OpInputs& inputs,

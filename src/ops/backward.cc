@@ -311,12 +311,11 @@ class Backward::Call final : public GradCall {
     b_.grads_[n].push_back(id);
   }
 
-  std::vector<GradValue> emit(const std::string& type, const Inputs& inputs,
-                              const OpDesc::Attrs& attrs,
-                              const std::vector<std::string>& outputs) override {
+  std::vector<std::vector<GradValue>> emit_outputs(const std::string& type, const Inputs& inputs,
+                                                   const OpDesc::Attrs& attrs,
+                                                   const Outputs& outputs) override {
     PendingOp p{type, {}, {}, attrs};
     p.attrs.emplace_back("op_role", Attr::i(kRoleBackward));
-    std::vector<TensorInfo> in_infos;
     for (const auto& [slot, values] : inputs) {
       std::vector<int64_t> ids;
       for (const GradValue& v : values) ids.push_back(v.id);
@@ -324,27 +323,41 @@ class Backward::Call final : public GradCall {
     }
     const OpDef* def = find_op_def(type);
     // Output types: the row's inference on the inputs' declared types, or (a built-in op
-    // without a row) the first input's type.
-    std::map<std::string, TensorInfo> out_info;
+    // without a row) the first input's type; when the declarations are too vague for the
+    // inference (variables declared without their shapes), the first input's dtype and no
+    // shape, as those variables: the kernel checks the values at run time.
+    std::map<std::string, std::vector<std::optional<TensorInfo>>> out_info;
+    bool vague = false;
     if (def != nullptr && def->has_kernel()) {
       InferFromNames inf(b_, def->schema(), p.inputs, outputs);
       OpDesc probe = OpDesc::make(type, {}, {}, attrs);
-      def->infer(AttrReader(def->schema(), probe), inf);
-      out_info = inf.out;
+      try {
+        def->infer(AttrReader(def->schema(), probe), inf);
+        out_info = inf.out;
+      } catch (const ShapeError&) {
+        vague = true;
+      }
     }
-    std::vector<GradValue> result;
-    for (const std::string& o : outputs) {
-      const std::string tmp = b_.temp_name(type);
-      auto it = out_info.find(o);
-      TensorInfo info =
-          it != out_info.end()
-              ? it->second
-              : b_.info_of(b_.names_[static_cast<size_t>(p.inputs.at(0).second.at(0))]);
-      b_.declare(tmp, info);
-      const int64_t id = b_.value(tmp);
-      b_.temps_.insert(id);
-      p.outputs.emplace_back(o, std::vector<int64_t>{id});
-      result.push_back(GradValue{id});
+    std::vector<std::vector<GradValue>> result;
+    for (const auto& [o, count] : outputs) {
+      std::vector<int64_t> ids;
+      std::vector<GradValue> values;
+      for (size_t i = 0; i < count; ++i) {
+        const std::string tmp = b_.temp_name(type);
+        auto it = out_info.find(o);
+        TensorInfo info =
+            it != out_info.end() && i < it->second.size() && it->second[i]
+                ? *it->second[i]
+                : b_.info_of(b_.names_[static_cast<size_t>(p.inputs.at(0).second.at(0))]);
+        if (vague) info.shape.clear();
+        b_.declare(tmp, info);
+        const int64_t id = b_.value(tmp);
+        b_.temps_.insert(id);
+        ids.push_back(id);
+        values.push_back(GradValue{id});
+      }
+      p.outputs.emplace_back(o, ids);
+      result.push_back(std::move(values));
     }
     b_.pending_.push_back(std::move(p));
     return result;
@@ -357,7 +370,7 @@ class Backward::Call final : public GradCall {
   struct InferFromNames final : InferCall {
     InferFromNames(Backward& b, const OpSchema& s,
                    const std::vector<std::pair<std::string, std::vector<int64_t>>>& ins,
-                   const std::vector<std::string>& outs)
+                   const Outputs& outs)
         : s_(s), outs_(outs) {
       for (const ArgSpec& a : s.inputs()) {
         std::vector<TensorInfo> v;
@@ -374,18 +387,21 @@ class Backward::Call final : public GradCall {
     }
     size_t num_outputs(int slot) const override {
       const std::string& n = s_.outputs().at(static_cast<size_t>(slot)).name;
-      for (const std::string& o : outs_) {
-        if (o == n) return 1;
+      for (const auto& [o, count] : outs_) {
+        if (o == n) return count;
       }
       return 0;
     }
-    void set_output(int slot, TensorInfo info, size_t) override {
-      out[s_.outputs().at(static_cast<size_t>(slot)).name] = std::move(info);
+    void set_output(int slot, TensorInfo info, size_t i) override {
+      if (i >= num_outputs(slot)) return;
+      auto& v = out[s_.outputs().at(static_cast<size_t>(slot)).name];
+      if (v.size() <= i) v.resize(i + 1);
+      v[i] = std::move(info);
     }
     const OpSchema& s_;
-    const std::vector<std::string>& outs_;
+    const Outputs& outs_;
     std::vector<std::vector<TensorInfo>> in_;
-    std::map<std::string, TensorInfo> out;
+    std::map<std::string, std::vector<std::optional<TensorInfo>>> out;
   };
 
   // A copy of value `id` (a scale by 1) under a fresh temporary name.

@@ -165,6 +165,10 @@ OpDefBuilder& OpDefBuilder::no_grad(std::string reason) {
   def_.no_grad_reason_ = std::move(reason);
   return *this;
 }
+OpDefBuilder& OpDefBuilder::draws_seed() {
+  def_.draws_seed_ = true;
+  return *this;
+}
 
 OpDefBuilder OpDefBuilder::grad_op(std::string grad_type, const std::vector<std::string>& ins,
                                    const std::vector<std::string>& outs,
@@ -254,20 +258,41 @@ void emit_grad_op(GradCall& c, const std::string& grad_type, const std::vector<s
     }
   }
   if (!any_grad) return;  // no gradient reaches the op
-  std::vector<std::string> wanted;
-  std::vector<std::pair<int, size_t>> targets;
+  GradCall::Outputs wanted;
+  std::vector<int> slots;
   for (const std::string& n : in_grads) {
     const int slot = fwd->input_slot(n);
-    if (c.needs_grad(slot, 0)) {
-      wanted.push_back(grad_slot(n));
-      targets.emplace_back(slot, 0);
+    size_t count = 1;
+    if (s.inputs()[static_cast<size_t>(slot)].duplicable) {
+      count = 0;
+      while (c.input(slot, count).valid()) ++count;
+    }
+    bool any = false;
+    for (size_t i = 0; i < count; ++i) any = any || c.needs_grad(slot, i);
+    if (any) {
+      wanted.emplace_back(grad_slot(n), count);
+      slots.push_back(slot);
     }
   }
   if (wanted.empty()) return;
-  std::vector<GradValue> got = c.emit(grad_type, inputs, forward_attrs(c), wanted);
-  for (size_t k = 0; k < targets.size(); ++k) {
-    if (got[k].valid()) c.set_input_grad(targets[k].first, got[k], targets[k].second);
+  std::vector<std::vector<GradValue>> got =
+      c.emit_outputs(grad_type, inputs, forward_attrs(c), wanted);
+  for (size_t k = 0; k < slots.size(); ++k) {
+    for (size_t i = 0; i < got[k].size(); ++i) {
+      if (got[k][i].valid() && c.needs_grad(slots[k], i)) c.set_input_grad(slots[k], got[k][i], i);
+    }
   }
+}
+
+std::vector<GradValue> GradCall::emit(const std::string& type, const Inputs& inputs,
+                                      const OpDesc::Attrs& attrs,
+                                      const std::vector<std::string>& outputs) {
+  Outputs outs;
+  for (const std::string& o : outputs) outs.emplace_back(o, 1);
+  std::vector<std::vector<GradValue>> got = emit_outputs(type, inputs, attrs, outs);
+  std::vector<GradValue> r;
+  for (auto& v : got) r.push_back(v.empty() ? GradValue{} : v.front());
+  return r;
 }
 
 void infer_like_first_input(const AttrReader&, InferCall& c) {

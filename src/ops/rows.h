@@ -44,6 +44,8 @@ class OpDefBuilder {
   OpDefBuilder& infer(InferFn f);
   OpDefBuilder& grad(GradFn f);
   OpDefBuilder& no_grad(std::string reason);
+  // The kernel draws a fresh seed per run unless fix_seed (OpDef::draws_seed).
+  OpDefBuilder& draws_seed();
 
   // The schema of the gradient op `grad_type` of this (forward) row: optional inputs for the
   // forward inputs `ins` and outputs `outs` it reads and "<o>@GRAD" for each forward output of
@@ -89,7 +91,9 @@ inline std::string grad_slot(const std::string& slot) { return slot + "@GRAD"; }
 
 // The rule of a row whose gradient is one gradient op (grad_op above): emits `grad_type` with
 // the forward inputs `ins` and outputs `outs`, the gradients reaching `out_grads`, and asks for
-// "<i>@GRAD" of each input of `in_grads` that needs one; gives those inputs their gradients.
+// "<i>@GRAD" of each input of `in_grads` that needs one; gives those inputs their gradients. A
+// duplicable input slot (concat's X) gets one "<i>@GRAD" value per value of the slot when any
+// of them needs a gradient (those that need none are computed and dropped).
 void emit_grad_op(GradCall& c, const std::string& grad_type, const std::vector<std::string>& ins,
                   const std::vector<std::string>& outs, const std::vector<std::string>& out_grads,
                   const std::vector<std::string>& in_grads);

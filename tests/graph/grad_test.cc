@@ -190,6 +190,118 @@ std::vector<Case> cases() {
          cf::Node h = cf::op("mul", {{"X", {x[0]}}, {"Y", {x[1]}}});
          return cf::op("square", {{"X", {cf::tanh(h)}}});
        }},
+      // The nn rows (rows_nn.cc).
+      {"table_batch_norm_nchw",
+       {{4, 3, 2, 2}, {3}, {3}},
+       [](const V& x) {
+         cf::Graph g = x[0].graph();
+         return cf::op("batch_norm",
+                       {{"X", {x[0]}},
+                        {"Scale", {x[1]}},
+                        {"Bias", {x[2]}},
+                        {"Mean", {g.constant(Tensor::zeros({3}, DType::kFloat64))}},
+                        {"Variance", {g.constant(Tensor::ones({3}, DType::kFloat64))}}},
+                       {{"epsilon", Attr::f(1e-4)}});
+       }},
+      {"table_batch_norm_nhwc",
+       {{2, 2, 3}, {3}, {3}},
+       [](const V& x) {
+         cf::Graph g = x[0].graph();
+         return cf::op("batch_norm",
+                       {{"X", {x[0]}},
+                        {"Scale", {x[1]}},
+                        {"Bias", {x[2]}},
+                        {"Mean", {g.constant(Tensor::zeros({3}, DType::kFloat64))}},
+                        {"Variance", {g.constant(Tensor::ones({3}, DType::kFloat64))}}},
+                       {{"data_layout", Attr::s("NHWC")}});
+       }},
+      {"table_dropout",
+       {{4, 5}},
+       [](const V& x) {
+         return cf::op(
+             "dropout", {{"X", {x[0]}}},
+             {{"dropout_prob", Attr::f(0.4)}, {"fix_seed", Attr::b(true)}, {"seed", Attr::i(11)}});
+       }},
+      {"table_cross_entropy_hard",
+       {{3, 4}},
+       [](const V& x) {
+         Tensor label = Tensor::from_vector<int64_t>({2, 0, 3}, {3, 1});
+         return cf::op("cross_entropy", {{"X", {x[0]}}, {"Label", {x[0].graph().constant(label)}}});
+       },
+       0.1,
+       1.0},
+      {"table_cross_entropy_ignore_index",
+       {{3, 4}},
+       [](const V& x) {
+         Tensor label = Tensor::from_vector<int64_t>({2, 1, 3}, {3, 1});
+         return cf::op("cross_entropy", {{"X", {x[0]}}, {"Label", {x[0].graph().constant(label)}}},
+                       {{"ignore_index", Attr::i(1)}});
+       },
+       0.1,
+       1.0},
+      {"table_cross_entropy_soft",
+       {{2, 3}},
+       [](const V& x) {
+         Tensor label = Tensor::from_vector<double>({0.2, 0.3, 0.5, 0.6, 0.4, 0.0}, {2, 3});
+         return cf::op("cross_entropy", {{"X", {x[0]}}, {"Label", {x[0].graph().constant(label)}}},
+                       {{"soft_label", Attr::b(true)}});
+       },
+       0.1,
+       1.0},
+      {"table_softmax_with_cross_entropy",
+       {{3, 5}},
+       [](const V& x) {
+         Tensor label = Tensor::from_vector<int64_t>({4, 0, 2}, {3, 1});
+         return cf::op("softmax_with_cross_entropy",
+                       {{"Logits", {x[0]}}, {"Label", {x[0].graph().constant(label)}}}, {}, "Loss");
+       }},
+      {"table_softmax_with_cross_entropy_soft",
+       {{2, 3}},
+       [](const V& x) {
+         Tensor label = Tensor::from_vector<double>({0.2, 0.3, 0.5, 0.6, 0.4, 0.0}, {2, 3});
+         return cf::op("softmax_with_cross_entropy",
+                       {{"Logits", {x[0]}}, {"Label", {x[0].graph().constant(label)}}},
+                       {{"soft_label", Attr::b(true)}}, "Loss");
+       }},
+      {"table_leaky_relu",
+       {{2, 5}},
+       [](const V& x) {
+         return cf::op("leaky_relu", {{"X", {x[0]}}}, {{"alpha", Attr::f(0.1)}});
+       }},
+      {"table_concat_axis1_repeated_input",
+       {{2, 3}, {2, 1}},
+       [](const V& x) {
+         return cf::op("concat", {{"X", {x[0], x[1], x[0]}}}, {{"axis", Attr::i(1)}});
+       }},
+      {"table_concat_negative_axis",
+       {{1, 2, 2}, {3, 2, 2}},
+       [](const V& x) {
+         return cf::op("concat", {{"X", {x[0], x[1]}}}, {{"axis", Attr::i(-3)}});
+       }},
+      {"table_split_num",
+       {{2, 4}},
+       [](const V& x) {
+         std::vector<cf::Node> p = cf::op_values(
+             "split", {{"X", {x[0]}}}, {{"num", Attr::i(2)}, {"axis", Attr::i(1)}}, "Out", 2);
+         return p[0] * p[1] + p[1];
+       }},
+      {"table_split_sections_unused_part",
+       {{5, 2}},
+       [](const V& x) {
+         std::vector<cf::Node> p = cf::op_values("split", {{"X", {x[0]}}},
+                                                 {{"sections", Attr::ints({1, -1, 2})}}, "Out", 3);
+         return cf::exp(p[1]) * p[2];  // p[0] unused: its gradient part is zeros
+       }},
+      {"table_flatten",
+       {{2, 3, 2}},
+       [](const V& x) {
+         return cf::op("flatten", {{"X", {x[0]}}}, {{"axis", Attr::i(2)}});
+       }},
+      {"table_flatten_axis0",
+       {{2, 3}},
+       [](const V& x) {
+         return cf::op("flatten", {{"X", {x[0]}}}, {{"axis", Attr::i(0)}});
+       }},
       {"add_broadcast", {{2, 3}, {3}}, [](const V& x) { return x[0] + x[1]; }},
       {"sub_broadcast", {{2, 1}, {1, 3}}, [](const V& x) { return x[0] - x[1]; }},
       {"mul", {{2, 3}, {2, 3}}, [](const V& x) { return x[0] * x[1]; }},
@@ -300,6 +412,53 @@ TEST(Grad, Errors) {
   cf::TapeMachine t2(g);
   t2.run();
   EXPECT_EQ(t2.result(g2).at<double>({1}), 3.0);
+}
+
+}  // namespace
+
+namespace {
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const cf::Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(Grad, NnRowsRefuseWhatTheyCannotDifferentiate) {
+  using cf::Attr;
+  cf::Graph g;
+  cf::Node x = g.input("x", DType::kFloat64, {3, 4});
+  // dropout without fix_seed: Out and Mask nodes would draw different masks.
+  std::string m = error_of([&] { (void)cf::op("dropout", {{"X", {x}}}); });
+  EXPECT_NE(m.find("fix_seed"), std::string::npos) << m;
+  // softmax_with_cross_entropy differentiates Loss only.
+  cf::Node label = g.constant(Tensor::from_vector<int64_t>({0, 1, 2}, {3, 1}));
+  cf::Node sm =
+      cf::op("softmax_with_cross_entropy", {{"Logits", {x}}, {"Label", {label}}}, {}, "Softmax");
+  m = error_of([&] { (void)cf::grad(cf::sum(sm), {x}); });
+  EXPECT_NE(m.find("Softmax"), std::string::npos) << m;
+  // batch_norm differentiates Y only.
+  cf::Node c = g.constant(Tensor::ones({4}, DType::kFloat64));
+  cf::Node saved = cf::op(
+      "batch_norm", {{"X", {x}}, {"Scale", {c}}, {"Bias", {c}}, {"Mean", {c}}, {"Variance", {c}}},
+      {}, "SavedMean");
+  m = error_of([&] { (void)cf::grad(cf::sum(saved), {x}); });
+  EXPECT_NE(m.find("SavedMean"), std::string::npos) << m;
+  // accuracy has no gradient.
+  cf::Node top = cf::op("top_k", {{"X", {x}}}, {{"k", Attr::i(2)}});
+  cf::Node idx = cf::op("top_k", {{"X", {x}}}, {{"k", Attr::i(2)}}, "Indices");
+  cf::Node acc = cf::op("accuracy", {{"Out", {top}}, {"Indices", {idx}}, {"Label", {label}}});
+  m = error_of(
+      [&] { (void)cf::grad(cf::sum(cf::cast(acc, DType::kFloat64) * cf::sum(top)), {x}); });
+  EXPECT_NE(m.find("no gradient"), std::string::npos) << m;
+  // A split with the wrong number of values.
+  m = error_of([&] {
+    (void)cf::op_values("split", {{"X", {x}}}, {{"num", Attr::i(2)}}, "Out", 3);
+  });
+  EXPECT_NE(m.find("split"), std::string::npos) << m;
 }
 
 }  // namespace

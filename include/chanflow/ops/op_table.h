@@ -78,6 +78,10 @@ class CHANFLOW_API KernelCall {
   // How many tensors output slot `slot` wants (0: none, the kernel may skip computing it).
   virtual size_t num_outputs(int slot) const = 0;
   bool wants(int slot) const { return num_outputs(slot) > 0; }
+  // Whether output `i` of slot `slot` is wanted: every one below num_outputs(slot) for the
+  // executor; only the node's own for a graph node of a duplicable output slot (split's Out[i]),
+  // so a kernel may skip computing the others.
+  virtual bool wants_value(int slot, size_t i) const { return i < num_outputs(slot); }
   // The value output `i` of slot `slot` holds now, when nothing else holds it (so a kernel that
   // updates state in place, e.g. batch_norm's MeanOut aliasing Mean, writes without copying);
   // else an undefined tensor.
@@ -127,12 +131,18 @@ class CHANFLOW_API GradCall {
   // Gives input `i` of slot `slot` its gradient from this op (the builder sums contributions).
   virtual void set_input_grad(int slot, GradValue g, size_t i = 0) = 0;
   // Emits an op of the table: inputs by slot name, attributes (the rest take defaults), and the
-  // output slots wanted; returns one value per wanted output (in order), or invalid for an output
-  // the builder could not make.
+  // output slots wanted, each with the number of values it holds (more than one only for a
+  // duplicable slot, e.g. concat_grad's X@GRAD); returns the values slot by slot, in order, an
+  // invalid one for an output the builder could not make.
   using Inputs = std::vector<std::pair<std::string, std::vector<GradValue>>>;
-  virtual std::vector<GradValue> emit(const std::string& type, const Inputs& inputs,
-                                      const OpDesc::Attrs& attrs,
-                                      const std::vector<std::string>& outputs) = 0;
+  using Outputs = std::vector<std::pair<std::string, size_t>>;
+  virtual std::vector<std::vector<GradValue>> emit_outputs(const std::string& type,
+                                                           const Inputs& inputs,
+                                                           const OpDesc::Attrs& attrs,
+                                                           const Outputs& outputs) = 0;
+  // emit_outputs with one value per output slot: returns one value per wanted output, in order.
+  std::vector<GradValue> emit(const std::string& type, const Inputs& inputs,
+                              const OpDesc::Attrs& attrs, const std::vector<std::string>& outputs);
   // The forward op (type and attributes as given).
   virtual const OpDesc& forward() const = 0;
 };
@@ -154,6 +164,10 @@ class CHANFLOW_API OpDef {
   // Why no gradient flows through the op, for the error append_backward and cf::grad give when
   // a loss depends on it ("accuracy counts correct predictions: it has no gradient").
   const std::string& no_grad_reason() const noexcept { return no_grad_reason_; }
+  // Whether the kernel draws a fresh random seed on every run unless its attribute fix_seed is
+  // true (dropout). A graph refuses such an op unless fix_seed is true: each output node of a
+  // graph op runs the kernel on its own, so Out and Mask would come from different draws.
+  bool draws_seed() const noexcept { return draws_seed_; }
   // Slot indices by name; -1 when the schema has no such slot.
   int input_slot(std::string_view name) const noexcept;
   int output_slot(std::string_view name) const noexcept;
@@ -173,6 +187,7 @@ class CHANFLOW_API OpDef {
   InferFn infer_ = nullptr;
   GradFn grad_ = nullptr;
   std::string no_grad_reason_;
+  bool draws_seed_ = false;
 };
 
 // The row of `type`, or null. The rows exist from the first call on (built once).
