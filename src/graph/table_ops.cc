@@ -223,6 +223,35 @@ class EvalCall final : public KernelCall {
   const Context* ctx_;
 };
 
+// A gradient rule's emitted op as table nodes of graph `g`: one node per wanted output value.
+std::vector<std::vector<GradValue>> emit_table_nodes(GraphImpl* g, const std::string& type,
+                                                     const GradCall::Inputs& inputs,
+                                                     const OpDesc::Attrs& attrs,
+                                                     const GradCall::Outputs& outputs) {
+  OpInputs ins;
+  for (const auto& [slot, values] : inputs) {
+    std::vector<Node> nodes;
+    for (const GradValue& gv : values) {
+      if (gv.valid()) nodes.emplace_back(g, gv.id);
+    }
+    if (!nodes.empty()) ins.emplace_back(slot, std::move(nodes));
+  }
+  const OpDef& d = def_for(type);
+  const OpDesc desc = make_desc(d, attrs);
+  std::vector<std::vector<GradValue>> r;
+  for (const auto& [o, count] : outputs) {
+    const int slot = output_slot_of(d, o);
+    std::vector<GradValue> values;
+    for (size_t i = 0; i < count; ++i) {
+      values.push_back(GradValue{build_table_node(d, desc, ins, slot, static_cast<uint32_t>(i),
+                                                  static_cast<uint32_t>(count))
+                                     .id()});
+    }
+    r.push_back(std::move(values));
+  }
+  return r;
+}
+
 // The gradient rule's view of a table op node: values are node ids of its graph.
 class GraphGradCall final : public GradCall {
  public:
@@ -265,28 +294,7 @@ class GraphGradCall final : public GradCall {
   std::vector<std::vector<GradValue>> emit_outputs(const std::string& type, const Inputs& inputs,
                                                    const OpDesc::Attrs& attrs,
                                                    const Outputs& outputs) override {
-    OpInputs ins;
-    for (const auto& [slot, values] : inputs) {
-      std::vector<Node> nodes;
-      for (const GradValue& gv : values) {
-        if (gv.valid()) nodes.emplace_back(v_.y.impl(), gv.id);
-      }
-      if (!nodes.empty()) ins.emplace_back(slot, std::move(nodes));
-    }
-    const OpDef& d = def_for(type);
-    const OpDesc desc = make_desc(d, attrs);
-    std::vector<std::vector<GradValue>> r;
-    for (const auto& [o, count] : outputs) {
-      const int slot = output_slot_of(d, o);
-      std::vector<GradValue> values;
-      for (size_t i = 0; i < count; ++i) {
-        values.push_back(GradValue{build_table_node(d, desc, ins, slot, static_cast<uint32_t>(i),
-                                                    static_cast<uint32_t>(count))
-                                       .id()});
-      }
-      r.push_back(std::move(values));
-    }
-    return r;
+    return emit_table_nodes(v_.y.impl(), type, inputs, attrs, outputs);
   }
   const OpDesc& forward() const override { return v_.n.desc; }
 
@@ -319,20 +327,10 @@ class NativeGradCall final : public GradCall {
     if (slot != 0 || i != 0 || !g.valid() || !v_.need(0)) return;
     v_.out[0] = Node(v_.y.impl(), g.id);
   }
-  std::vector<GradValue> emit(const std::string& type, const Inputs& inputs,
-                              const OpDesc::Attrs& attrs,
-                              const std::vector<std::string>& outputs) override {
-    OpInputs ins;
-    for (const auto& [slot, values] : inputs) {
-      std::vector<Node> nodes;
-      for (const GradValue& gv : values) {
-        if (gv.valid()) nodes.emplace_back(v_.y.impl(), gv.id);
-      }
-      if (!nodes.empty()) ins.emplace_back(slot, std::move(nodes));
-    }
-    std::vector<GradValue> r;
-    for (const std::string& o : outputs) r.push_back(GradValue{op(type, ins, attrs, o).id()});
-    return r;
+  std::vector<std::vector<GradValue>> emit_outputs(const std::string& type, const Inputs& inputs,
+                                                   const OpDesc::Attrs& attrs,
+                                                   const Outputs& outputs) override {
+    return emit_table_nodes(v_.y.impl(), type, inputs, attrs, outputs);
   }
   const OpDesc& forward() const override { return forward_; }
 

@@ -21,23 +21,27 @@ def close(got, want, what):
                                atol=RTOL * scale, err_msg=what)
 
 
-def check(op_type, inputs, attrs, torch_fn, output=None, seed=0):
-    """inputs: {slot: ndarray float32}; torch_fn(*tensors in slot order) -> tensor."""
+def check(op_type, inputs, attrs, torch_fn, output=None, seed=0, wrt=None):
+    """inputs: {slot: ndarray} (float32 inputs are differentiated unless `wrt` names the slots);
+    torch_fn(*tensors in slot order) -> tensor."""
     rng = np.random.default_rng(seed)
     g = cf.Graph()
-    nodes = {s: g.input(s.lower(), "float32", v.shape) for s, v in inputs.items()}
+    nodes = {s: g.input(s.lower(), str(v.dtype), v.shape) for s, v in inputs.items()}
     out = cf.op(op_type, {s: n for s, n in nodes.items()}, attrs, output)
     r = rng.uniform(0.5, 1.5, size=out.shape).astype(np.float32)
     loss = cf.sum(out * g.constant(cf.tensor(r)))
-    grads = cf.grad(loss, list(nodes.values()))
+    if wrt is None:
+        wrt = [s for s, v in inputs.items() if v.dtype == np.float32]
+    grads = cf.grad(loss, [nodes[s] for s in wrt]) if wrt else []
     m = cf.TapeMachine(g)
     m.run({nodes[s]: v for s, v in inputs.items()})
-    ts = [torch.tensor(v, requires_grad=True) for v in inputs.values()]
-    y = torch_fn(*ts)
-    (y * torch.tensor(r)).sum().backward()
+    ts = {s: torch.tensor(v, requires_grad=s in wrt) for s, v in inputs.items()}
+    y = torch_fn(*ts.values())
+    if wrt:
+        (y * torch.tensor(r)).sum().backward()
     close(m.result(out).numpy(), y.detach().numpy(), f"{op_type} output")
-    for (slot, _), gnode, t in zip(inputs.items(), grads, ts):
-        close(m.result(gnode).numpy(), t.grad.numpy(), f"{op_type} gradient of {slot}")
+    for slot, gnode in zip(wrt, grads):
+        close(m.result(gnode).numpy(), ts[slot].grad.numpy(), f"{op_type} gradient of {slot}")
 
 
 def rand(rng, *shape):
@@ -139,6 +143,82 @@ def test_mean_and_sum():
     check("mean", {"X": rand(rng, 3, 4)}, {}, lambda a: a.mean().reshape(1))
     a, b = rand(rng, 2, 3), rand(rng, 2, 3)
     check("sum", {"X": a}, {}, lambda t: t)
+
+
+# ---- the nn rows --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+def test_batch_norm_training(layout):
+    rng = np.random.default_rng(30)
+    x = rand(rng, 4, 3, 5, 2) if layout == "NCHW" else rand(rng, 4, 5, 2, 3)
+    scale, bias = rng.uniform(0.5, 1.5, 3).astype(np.float32), rand(rng, 3)
+    mean, var = np.zeros(3, np.float32), np.ones(3, np.float32)
+
+    def torch_bn(a, s, b, m, v):
+        a_nchw = a if layout == "NCHW" else a.permute(0, 3, 1, 2)
+        y = torch.nn.functional.batch_norm(a_nchw, m.clone(), v.clone(), s, b, training=True,
+                                           momentum=0.1, eps=1e-5)
+        return y if layout == "NCHW" else y.permute(0, 2, 3, 1)
+
+    check("batch_norm", {"X": x, "Scale": scale, "Bias": bias, "Mean": mean, "Variance": var},
+          {"epsilon": 1e-5, "momentum": 0.9, "data_layout": layout}, torch_bn, output="Y",
+          wrt=["X", "Scale", "Bias"])
+
+
+def test_batch_norm_inference():
+    rng = np.random.default_rng(31)
+    x = rand(rng, 4, 3, 5, 2)
+    scale, bias = rng.uniform(0.5, 1.5, 3).astype(np.float32), rand(rng, 3)
+    mean, var = rand(rng, 3), rng.uniform(0.5, 2.0, 3).astype(np.float32)
+    check("batch_norm", {"X": x, "Scale": scale, "Bias": bias, "Mean": mean, "Variance": var},
+          {"is_test": True},
+          lambda a, s, b, m, v: torch.nn.functional.batch_norm(a, m, v, s, b, training=False,
+                                                                eps=1e-5),
+          output="Y", wrt=[])
+
+
+def test_softmax_with_cross_entropy_hard_and_soft():
+    rng = np.random.default_rng(32)
+    logits = rand(rng, 6, 5) * 3
+    label = rng.integers(0, 5, size=(6, 1)).astype(np.int64)
+    check("softmax_with_cross_entropy", {"Logits": logits, "Label": label}, {},
+          lambda z, l: torch.nn.functional.cross_entropy(z, l[:, 0], reduction="none")[:, None],
+          output="Loss")
+    soft = rng.dirichlet(np.ones(5), size=6).astype(np.float32)
+    check("softmax_with_cross_entropy", {"Logits": logits, "Label": soft}, {"soft_label": True},
+          lambda z, l: -(l * torch.log_softmax(z, -1)).sum(-1, keepdim=True), output="Loss",
+          wrt=["Logits"])
+
+
+def test_cross_entropy_on_probabilities():
+    rng = np.random.default_rng(33)
+    p = rng.dirichlet(np.ones(4), size=5).astype(np.float32)
+    label = rng.integers(0, 4, size=(5, 1)).astype(np.int64)
+    check("cross_entropy", {"X": p, "Label": label}, {},
+          lambda q, l: -torch.log(q.gather(1, l)))
+
+
+def test_leaky_relu_concat_flatten_dropout_inference():
+    rng = np.random.default_rng(34)
+    x = rand(rng, 3, 4)
+    check("leaky_relu", {"X": x}, {"alpha": 0.1},
+          lambda a: torch.nn.functional.leaky_relu(a, 0.1))
+    a, b = rand(rng, 2, 3), rand(rng, 2, 5)
+    g = cf.Graph()
+    na, nb = g.input("a", "float32", a.shape), g.input("b", "float32", b.shape)
+    out = cf.op("concat", {"X": [na, nb]}, {"axis": 1})
+    loss = cf.sum(out * out)
+    ga, gb = cf.grad(loss, [na, nb])
+    m = cf.TapeMachine(g)
+    m.run({na: a, nb: b})
+    ta, tb = torch.tensor(a, requires_grad=True), torch.tensor(b, requires_grad=True)
+    (torch.cat([ta, tb], 1) ** 2).sum().backward()
+    close(m.result(out).numpy(), torch.cat([ta, tb], 1).detach().numpy(), "concat")
+    close(m.result(ga).numpy(), ta.grad.numpy(), "concat gradient of X[0]")
+    close(m.result(gb).numpy(), tb.grad.numpy(), "concat gradient of X[1]")
+    check("flatten", {"X": rand(rng, 2, 3, 4)}, {"axis": 2}, lambda t: t.reshape(6, 4))
+    check("dropout", {"X": x}, {"dropout_prob": 0.3, "is_test": True, "fix_seed": True},
+          lambda t: t * (1 - 0.3), wrt=[])
 
 
 # ---- program ops, differentiated by append_backward, against torch --------------------------
