@@ -9,8 +9,8 @@
 
 #include "chanflow/core.h"
 #include "chanflow/tensor/blas.h"
-#include "chanflow/tensor/conv.h"
 #include "chanflow/tensor/buffer_cache.h"
+#include "chanflow/tensor/conv.h"
 #include "chanflow/tensor/dlpack_interop.h"
 #include "chanflow/tensor/dtype.h"
 #include "chanflow/tensor/init.h"

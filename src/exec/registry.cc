@@ -15,9 +15,9 @@ namespace {
 const std::vector<KernelRow>& all_rows() {
   static const std::vector<KernelRow> rows = [] {
     std::vector<KernelRow> all;
-    for (auto family : {exec_detail::math_kernels, exec_detail::tensor_kernels,
-                        exec_detail::control_flow_kernels, exec_detail::csp_kernels,
-                        exec_detail::table_kernels}) {
+    for (auto family :
+         {exec_detail::math_kernels, exec_detail::tensor_kernels, exec_detail::control_flow_kernels,
+          exec_detail::csp_kernels, exec_detail::table_kernels}) {
       std::vector<KernelRow> k = family();
       all.insert(all.end(), k.begin(), k.end());
     }
