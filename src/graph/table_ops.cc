@@ -421,4 +421,75 @@ std::map<std::string, Node> op_outputs(const std::string& type, const OpInputs& 
   return r;
 }
 
+namespace {
+Attr pair_attr(const std::array<int64_t, 2>& v) { return Attr::ints({v[0], v[1]}); }
+}  // namespace
+
+Node conv2d(const Node& input, const Node& filter, const Conv2dParams& p) {
+  return op("conv2d", {{"Input", {input}}, {"Filter", {filter}}},
+            {{"strides", pair_attr(p.strides)},
+             {"paddings", pair_attr(p.paddings)},
+             {"dilations", pair_attr(p.dilations)},
+             {"groups", Attr::i(p.groups)}});
+}
+
+Node pool2d(const Node& x, const Pool2dParams& p) {
+  return op("pool2d", {{"X", {x}}},
+            {{"pooling_type", Attr::s(p.type == PoolType::kMax ? "max" : "avg")},
+             {"ksize", pair_attr(p.ksize)},
+             {"strides", pair_attr(p.strides)},
+             {"paddings", pair_attr(p.paddings)},
+             {"global_pooling", Attr::b(p.global_pooling)},
+             {"ceil_mode", Attr::b(p.ceil_mode)},
+             {"exclusive", Attr::b(p.exclusive)}});
+}
+
+Node batch_norm(const Node& x, const Node& scale, const Node& bias, const Node& mean,
+                const Node& variance, double momentum, double epsilon, bool is_test,
+                DataLayout layout) {
+  return op("batch_norm",
+            {{"X", {x}},
+             {"Scale", {scale}},
+             {"Bias", {bias}},
+             {"Mean", {mean}},
+             {"Variance", {variance}}},
+            {{"momentum", Attr::f(momentum)},
+             {"epsilon", Attr::f(epsilon)},
+             {"is_test", Attr::b(is_test)},
+             {"data_layout", Attr::s(layout == DataLayout::kNHWC ? "NHWC" : "NCHW")}},
+            "Y");
+}
+
+Node dropout(const Node& x, double prob, int64_t seed, bool is_test) {
+  return op("dropout", {{"X", {x}}},
+            {{"dropout_prob", Attr::f(prob)},
+             {"is_test", Attr::b(is_test)},
+             {"fix_seed", Attr::b(true)},
+             {"seed", Attr::i(seed)}},
+            "Out");
+}
+
+Node softmax_with_cross_entropy(const Node& logits, const Node& label, bool soft_label,
+                                int64_t ignore_index) {
+  return op("softmax_with_cross_entropy", {{"Logits", {logits}}, {"Label", {label}}},
+            {{"soft_label", Attr::b(soft_label)}, {"ignore_index", Attr::i(ignore_index)}}, "Loss");
+}
+
+Node cross_entropy(const Node& x, const Node& label, bool soft_label, int64_t ignore_index) {
+  return op("cross_entropy", {{"X", {x}}, {"Label", {label}}},
+            {{"soft_label", Attr::b(soft_label)}, {"ignore_index", Attr::i(ignore_index)}});
+}
+
+Node leaky_relu(const Node& x, double alpha) {
+  return op("leaky_relu", {{"X", {x}}}, {{"alpha", Attr::f(alpha)}});
+}
+
+Node concat(const std::vector<Node>& xs, int64_t axis) {
+  return op("concat", {{"X", xs}}, {{"axis", Attr::i(axis)}});
+}
+
+Node flatten(const Node& x, int64_t axis) {
+  return op("flatten", {{"X", {x}}}, {{"axis", Attr::i(axis)}});
+}
+
 }  // namespace chanflow

@@ -184,6 +184,22 @@ std::vector<Case> cases() {
                         {"ksize", Attr::ints({1, 1})},
                         {"global_pooling", Attr::b(true)}});
        }},
+      {"typed_cnn",
+       {{2, 1, 6, 6}, {3, 1, 3, 3}, {3}, {3}, {12, 2}},
+       [](const V& x) {
+         cf::Graph g = x[0].graph();
+         cf::Conv2dParams cp;
+         cp.paddings = {1, 1};
+         cf::Pool2dParams pp;
+         pp.ksize = {3, 3};
+         pp.strides = {3, 3};
+         const cf::Node stats0 = g.constant(Tensor::zeros({3}, DType::kFloat64));
+         const cf::Node stats1 = g.constant(Tensor::ones({3}, DType::kFloat64));
+         cf::Node h = cf::batch_norm(cf::conv2d(x[0], x[1], cp), x[2], x[3], stats0, stats1);
+         h = cf::flatten(cf::pool2d(cf::leaky_relu(h, 0.1), pp), 1);
+         const cf::Node label = g.constant(Tensor::from_vector<int64_t>({1, 0}, {2, 1}));
+         return cf::softmax_with_cross_entropy(cf::matmul(h, x[4]), label);
+       }},
       {"table_chain",
        {{4, 3}, {3, 2}},
        [](const V& x) {

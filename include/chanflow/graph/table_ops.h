@@ -31,6 +31,8 @@
 #include "chanflow/core/export.h"
 #include "chanflow/graph/graph.h"
 #include "chanflow/ir/op_desc.h"
+#include "chanflow/tensor/conv.h"
+#include "chanflow/tensor/nn.h"
 
 namespace chanflow {
 
@@ -51,5 +53,31 @@ CHANFLOW_API std::vector<Node> op_values(const std::string& type, const OpInputs
 CHANFLOW_API std::map<std::string, Node> op_outputs(const std::string& type, const OpInputs& inputs,
                                                     const OpDesc::Attrs& attrs = {},
                                                     const std::vector<std::string>& outputs = {});
+
+// ---- typed front doors to the layers people train with (each is op() of the row named like it,
+// with the same attributes; errors as op()'s) ------------------------------------------------
+
+// conv2d (NCHW): input (N, C, H, W), filter (M, C / groups, KH, KW).
+CHANFLOW_API Node conv2d(const Node& input, const Node& filter, const Conv2dParams& p = {});
+// pool2d (NCHW), max or average.
+CHANFLOW_API Node pool2d(const Node& x, const Pool2dParams& p);
+// batch_norm's Y in training mode (the batch's statistics; the running ones are its other
+// outputs, op_outputs("batch_norm", ...)); `is_test` normalises by `mean` and `variance`.
+CHANFLOW_API Node batch_norm(const Node& x, const Node& scale, const Node& bias, const Node& mean,
+                             const Node& variance, double momentum = 0.9, double epsilon = 1e-5,
+                             bool is_test = false, DataLayout layout = DataLayout::kNCHW);
+// dropout's Out with Paddle's downgrade_in_infer semantics, its mask fixed by `seed` (a graph
+// node computes its output on every run: the same mask each run).
+CHANFLOW_API Node dropout(const Node& x, double prob, int64_t seed, bool is_test = false);
+// softmax_with_cross_entropy's Loss, (N, 1): hard int64 labels (N, 1) or soft labels.
+CHANFLOW_API Node softmax_with_cross_entropy(const Node& logits, const Node& label,
+                                             bool soft_label = false, int64_t ignore_index = -100);
+// cross_entropy of probabilities x with labels, (N, 1).
+CHANFLOW_API Node cross_entropy(const Node& x, const Node& label, bool soft_label = false,
+                                int64_t ignore_index = -100);
+CHANFLOW_API Node leaky_relu(const Node& x, double alpha = 0.02);
+CHANFLOW_API Node concat(const std::vector<Node>& xs, int64_t axis = 0);
+// Paddle's flatten: (prod(dims[:axis]), prod(dims[axis:])).
+CHANFLOW_API Node flatten(const Node& x, int64_t axis = 1);
 
 }  // namespace chanflow
