@@ -60,7 +60,7 @@ OpDesc make_desc(const OpDef& d, const OpDesc::Attrs& attrs) {
 
 class BuildInfer final : public InferCall {
  public:
-  BuildInfer(const GraphImpl& g, const NodeData& n) : g_(g), n_(n) {
+  BuildInfer(const GraphImpl& g, const NodeData& n) : n_(n) {
     for (size_t k = 0; k + 1 < n.in_start.size(); ++k) {
       for (uint32_t i = n.in_start[k]; i < n.in_start[k + 1]; ++i) {
         const NodeData& o = g.nodes[static_cast<size_t>(n.operands[i])];
@@ -87,7 +87,6 @@ class BuildInfer final : public InferCall {
   std::optional<TensorInfo> out;
 
  private:
-  const GraphImpl& g_;
   const NodeData& n_;
   std::vector<TensorInfo> infos_;
 };
