@@ -329,32 +329,47 @@ BatchNormGradResult bn_grad(const Tensor& x_in, const Tensor& scale, const Tenso
 
 // ---- dropout ----
 
-// The (i+1)-th output of SplitMix64 seeded with `seed`.
-inline uint64_t splitmix64_at(uint64_t seed, uint64_t i) {
-  uint64_t z = seed + (i + 1) * 0x9E3779B97F4A7C15ull;
+// The (j+1)-th output of SplitMix64 seeded with `seed`.
+inline uint64_t splitmix64_at(uint64_t seed, uint64_t j) {
+  uint64_t z = seed + (j + 1) * 0x9E3779B97F4A7C15ull;
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
   return z ^ (z >> 31);
 }
 
+// Elements [begin, begin + n) of the mask rule of nn.h: element i is decided by 32-bit half
+// (i & 1) (0: the low half) of SplitMix64's (i / 2 + 1)-th output, dropped when that half is
+// < threshold (threshold <= 2^32 - 1 here; prob 1 is handled by the caller).
 template <class T>
 void dropout_run(const T* __restrict x, T* __restrict out, T* __restrict mask, int64_t begin,
-                 int64_t n, uint64_t seed, uint64_t threshold) {
-  // In blocks: first the keep words of a block (the hash, scalar 64-bit multiplies: this loop
-  // bounds the kernel's speed), then a branch-free apply (the decisions are random): the
-  // output's bits are x's bits and-ed with an all-ones or all-zeros word, so a dropped NaN or
-  // infinity gives +0 as Paddle's select does.
+                 int64_t n, uint64_t seed, uint32_t threshold) {
+  // In blocks, three loops the compiler vectorises: the hashes of the block's element pairs (only
+  // 64-bit integer operations, two lanes per SSE2 vector), their 32-bit halves as keep words,
+  // then a branch-free apply (the decisions are random): the output's bits are x's bits and-ed
+  // with an all-ones or all-zeros word, so a dropped NaN or infinity gives +0 as Paddle's select
+  // does. A block may start on an odd element: the pair of element begin + lo is hashed whole
+  // and its first half skipped, so the mask does not depend on where chunks or blocks start.
   using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
-  constexpr int64_t kBlock = 512;
-  Bits keep[kBlock];
+  constexpr int64_t kBlock = 512;  // elements per block
+  alignas(64) uint64_t hash[kBlock / 2 + 1];
+  alignas(64) uint32_t half[kBlock + 2];
+  alignas(64) Bits keep[kBlock];
+  const Bits one = std::bit_cast<Bits>(T{1});
   for (int64_t lo = 0; lo < n; lo += kBlock) {
     const int64_t m = std::min(kBlock, n - lo);
     const auto first = static_cast<uint64_t>(begin + lo);
-    for (int64_t i = 0; i < m; ++i) {
-      const uint64_t h = splitmix64_at(seed, first + static_cast<uint64_t>(i));
-      keep[i] = Bits{0} - static_cast<Bits>((h >> 11) >= threshold);
+    const uint64_t pair0 = first >> 1;
+    const int64_t skip = static_cast<int64_t>(first & 1);
+    const int64_t pairs = (skip + m + 1) >> 1;
+    for (int64_t j = 0; j < pairs; ++j) {
+      hash[j] = splitmix64_at(seed, pair0 + static_cast<uint64_t>(j));
     }
-    const Bits one = std::bit_cast<Bits>(T{1});
+    for (int64_t j = 0; j < pairs; ++j) {
+      half[2 * j] = static_cast<uint32_t>(hash[j]);
+      half[2 * j + 1] = static_cast<uint32_t>(hash[j] >> 32);
+    }
+    const uint32_t* __restrict h = half + skip;
+    for (int64_t i = 0; i < m; ++i) keep[i] = Bits{0} - static_cast<Bits>(h[i] >= threshold);
     for (int64_t i = 0; i < m; ++i) {
       mask[lo + i] = std::bit_cast<T>(static_cast<Bits>(one & keep[i]));
       out[lo + i] = std::bit_cast<T>(static_cast<Bits>(std::bit_cast<Bits>(x[lo + i]) & keep[i]));
@@ -451,8 +466,10 @@ DropoutResult dropout(const Tensor& x_in, float prob, bool is_test, uint64_t see
   const Tensor x = detail::dense(x_in, opts);
   Tensor out = Tensor::empty(x.shape(), x.dtype());
   Tensor mask = Tensor::empty(x.shape(), x.dtype());
-  // Dropped when (bits >> 11) < prob * 2^53, i.e. < ceil(prob * 2^53) (exact in double).
-  const auto threshold = static_cast<uint64_t>(std::ceil(static_cast<double>(prob) * 0x1p53));
+  // Dropped when the 32-bit draw u < prob * 2^32, i.e. u < ceil(prob * 2^32) (exact in double).
+  // prob 1 gives 2^32, above every 32-bit draw: all dropped, without hashing.
+  const auto threshold = static_cast<uint64_t>(std::ceil(static_cast<double>(prob) * 0x1p32));
+  const bool drop_all = threshold > 0xFFFFFFFFull;
   const int64_t n = x.numel();
   ChunkClock clock(opts);
   const int64_t piece = clock.chunk();
@@ -464,7 +481,12 @@ DropoutResult dropout(const Tensor& x_in, float prob, bool is_test, uint64_t see
     for (int64_t lo = 0; lo < n; lo += piece) {
       const int64_t m = std::min(piece, n - lo);
       clock.before(m);
-      dropout_run<T>(xp + lo, op + lo, mp + lo, lo, m, seed, threshold);
+      if (drop_all) {
+        std::memset(op + lo, 0, static_cast<size_t>(m) * sizeof(T));  // all-zero bits: +0
+        std::memset(mp + lo, 0, static_cast<size_t>(m) * sizeof(T));
+      } else {
+        dropout_run<T>(xp + lo, op + lo, mp + lo, lo, m, seed, static_cast<uint32_t>(threshold));
+      }
     }
   };
   if (x.dtype() == DType::kFloat32) {
