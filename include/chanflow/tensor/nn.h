@@ -111,7 +111,7 @@ struct DropoutResult {
 // Flood 2014: state += 0x9E3779B97F4A7C15, then the mix function) decides two elements. Element i
 // takes the (i/2 + 1)-th output's low 32 bits when i is even, its high 32 bits when i is odd, and
 // is dropped when those bits, read as k * 2^-32, are < prob. So the drop probability is prob
-// rounded up to a multiple of 2^-32 (exact for every float prob >= 2^-8); prob 0 keeps everything
+// rounded up to a multiple of 2^-32 (exact for every float prob >= 2^-9); prob 0 keeps everything
 // and prob 1 drops everything, as Paddle's special case does.
 CHANFLOW_API DropoutResult dropout(const Tensor& x, float prob, bool is_test, uint64_t seed,
                                    const KernelOptions& opts = {});
