@@ -6,7 +6,8 @@
 // type, accumulated across blocks in double), with shift the channel's first element so that the
 // one-pass variance does not cancel when |mean| is large against the spread. The normalisation is a
 // second pass, y = x * a[c] + b[c]. So training reads x twice and writes y once; inference reads
-// once and writes once.
+// once and writes once. The training statistics (channel_moments) use 16-byte generic vectors so
+// that the lanes stay in registers; the gradient's two-input sums (channel_sums) are plain loops.
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -149,6 +150,107 @@ void channel_sums(const T* P, const double* pc, const T* Q, const double* qc, co
   }
 }
 
+// A 16-byte vector of T (GCC's generic vector extension).
+template <class T>
+struct Vec16 {
+  typedef T type __attribute__((vector_size(16)));
+};
+
+// Per channel c: s1[c] += sum(d), s2[c] += sum(d * d) with d = X - shift[c], X contiguous in the
+// (outer, C, inner) view: batch_norm_train's statistics, one read of each element. Rows (inner
+// > 1) are summed in blocks of kBlock elements in T with two vectors of independent partial sums
+// each, then each block's sums added in double; in float32 a block's rounding is ~1e-7 relative,
+// and the double sums across blocks keep it there for any M. NHWC (inner == 1) sums each row of C
+// channels into C-long partial sums in T, added into double every kBlock rows.
+template <class T>
+void channel_moments(const T* X, const double* shift, const ChannelView& v, double* s1, double* s2,
+                     ChunkClock& clock) {
+  // GCC's generic vectors (16 bytes: SSE2 / NEON registers, split into scalars elsewhere), so
+  // the lanes stay in registers and the summation order is the same on every target.
+  using Vec = typename Vec16<T>::type;
+  constexpr int kWidth = static_cast<int>(16 / sizeof(T));
+  constexpr int64_t kBlock = 256;
+  const int64_t C = v.channels;
+  if (v.inner == 1) {
+    std::vector<T> sh(static_cast<size_t>(C));
+    for (int64_t c = 0; c < C; ++c) sh[static_cast<size_t>(c)] = static_cast<T>(shift[c]);
+    std::vector<T> l1(static_cast<size_t>(C));
+    std::vector<T> l2(static_cast<size_t>(C));
+    const T* __restrict shv = sh.data();
+    T* __restrict p1 = l1.data();
+    T* __restrict p2 = l2.data();
+    for (int64_t o0 = 0; o0 < v.outer; o0 += kBlock) {
+      const int64_t o1 = std::min(v.outer, o0 + kBlock);
+      std::fill(l1.begin(), l1.end(), T{0});
+      std::fill(l2.begin(), l2.end(), T{0});
+      for (int64_t o = o0; o < o1; ++o) {
+        clock.before(C);
+        const T* __restrict row = X + o * C;
+        for (int64_t c = 0; c < C; ++c) {
+          const T d = row[c] - shv[c];
+          p1[c] += d;
+          p2[c] += d * d;
+        }
+      }
+      for (int64_t c = 0; c < C; ++c) {
+        s1[c] += static_cast<double>(p1[c]);
+        s2[c] += static_cast<double>(p2[c]);
+      }
+    }
+    return;
+  }
+  const int64_t piece = std::max<int64_t>(1, clock.chunk());
+  for (int64_t o = 0; o < v.outer; ++o) {
+    for (int64_t c = 0; c < C; ++c) {
+      const T* row = X + (o * C + c) * v.inner;
+      const T sh = static_cast<T>(shift[c]);
+      for (int64_t lo = 0; lo < v.inner; lo += piece) {
+        const int64_t n = std::min(piece, v.inner - lo);
+        clock.before(n);
+        const T* __restrict pr = row + lo;
+        double a1 = 0;
+        double a2 = 0;
+        int64_t i = 0;
+        for (; i + kBlock <= n; i += kBlock) {
+          Vec u1{};
+          Vec u2{};
+          Vec w1{};
+          Vec w2{};
+          for (int64_t b = i; b < i + kBlock; b += 2 * kWidth) {
+            Vec d;
+            Vec e;
+            std::memcpy(&d, pr + b, sizeof(Vec));
+            std::memcpy(&e, pr + b + kWidth, sizeof(Vec));
+            d -= sh;
+            e -= sh;
+            u1 += d;
+            w1 += e;
+            u2 += d * d;
+            w2 += e * e;
+          }
+          u1 += w1;
+          u2 += w2;
+          T b1 = 0;
+          T b2 = 0;
+          for (int j = 0; j < kWidth; ++j) {
+            b1 += u1[j];
+            b2 += u2[j];
+          }
+          a1 += static_cast<double>(b1);
+          a2 += static_cast<double>(b2);
+        }
+        for (; i < n; ++i) {
+          const double d = static_cast<double>(pr[i]) - shift[c];
+          a1 += d;
+          a2 += d * d;
+        }
+        s1[c] += a1;
+        s2[c] += a2;
+      }
+    }
+  }
+}
+
 // out = in1 * a[c] + (in2 ? in2 * b[c] : 0) + d[c], all contiguous in the (outer, C, inner) view.
 template <class T>
 void channel_affine(T* out, const T* in1, const T* in2, const std::vector<T>& a,
@@ -225,7 +327,7 @@ BatchNormTrainResult bn_train(const Tensor& x_in, const Tensor& scale, const Ten
   for (size_t c = 0; c < C; ++c) shift[c] = static_cast<double>(xp[c * v.inner]);
   std::vector<double> s1(C, 0.0);
   std::vector<double> s2(C, 0.0);
-  channel_sums<T>(xp, shift.data(), xp, shift.data(), v, s1.data(), s2.data(), clock);
+  channel_moments<T>(xp, shift.data(), v, s1.data(), s2.data(), clock);
   std::vector<double> mean(C);
   std::vector<double> var(C);
   std::vector<double> inv_std(C);
