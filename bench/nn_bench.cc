@@ -4,8 +4,9 @@
 // leaky_relu_grad, dropout_grad, dropout (x read, out and mask written) 3 x; batch_norm_train 2 x
 // (x read, y written: what the op requires, although this implementation reads x twice, once for
 // the statistics and once to normalise, so it moves 3 x and its ceiling in this count is 2/3 of
-// memcpy's rate). Target (docs/tensor.md): >= 0.8 of memcpy's bytes_per_second. 32 MiB buffers are the largest the tensor
-// buffer cache recycles, so the fresh outputs of these kernels are not page faults on every call.
+// memcpy's rate). Target (docs/tensor.md): >= 0.8 of memcpy's bytes_per_second. 32 MiB buffers are
+// the largest the tensor buffer cache recycles, so the fresh outputs of these kernels are not page
+// faults on every call.
 //
 //   build/release/bench/tensor/chanflow_nn_bench --benchmark_min_time=1
 #include <benchmark/benchmark.h>
