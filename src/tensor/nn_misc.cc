@@ -26,8 +26,16 @@ Tensor leaky_relu_grad(const Tensor& x, const Tensor& grad_out, float alpha,
   detail::require_grad_pair(x, "x", grad_out, "grad_out", "leaky_relu_grad");
   return detail::same_shape_binary(x, grad_out, opts, [alpha](auto u, auto g) {
     using T = decltype(u);
-    // Both masks as 0/1 multiplies (no branch on the sign).
-    return g * (static_cast<T>(alpha) * static_cast<T>(u < T{0}) + static_cast<T>(u >= T{0}));
+    // The factor alpha, 1 or 0 is picked with bit masks (the two comparisons are exclusive, and
+    // both false only for a NaN x): no branch on the random sign, and four vector operations
+    // before the multiply instead of the six of an alpha * (x < 0) + (x >= 0) blend, which is
+    // also wrong for an infinite alpha (inf * 0 = NaN where the formula says 1).
+    using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+    const Bits lt = Bits{0} - static_cast<Bits>(u < T{0});
+    const Bits ge = Bits{0} - static_cast<Bits>(u >= T{0});
+    const Bits factor =
+        (std::bit_cast<Bits>(static_cast<T>(alpha)) & lt) | (std::bit_cast<Bits>(T{1}) & ge);
+    return g * std::bit_cast<T>(factor);
   });
 }
 

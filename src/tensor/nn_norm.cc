@@ -6,7 +6,8 @@
 // type, accumulated across blocks in double), with shift the channel's first element so that the
 // one-pass variance does not cancel when |mean| is large against the spread. The normalisation is a
 // second pass, y = x * a[c] + b[c]. So training reads x twice and writes y once; inference reads
-// once and writes once.
+// once and writes once. The training statistics (channel_moments) use 16-byte generic vectors so
+// that the lanes stay in registers; the gradient's two-input sums (channel_sums) are plain loops.
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -149,6 +150,107 @@ void channel_sums(const T* P, const double* pc, const T* Q, const double* qc, co
   }
 }
 
+// A 16-byte vector of T (GCC's generic vector extension).
+template <class T>
+struct Vec16 {
+  typedef T type __attribute__((vector_size(16)));
+};
+
+// Per channel c: s1[c] += sum(d), s2[c] += sum(d * d) with d = X - shift[c], X contiguous in the
+// (outer, C, inner) view: batch_norm_train's statistics, one read of each element. Rows (inner
+// > 1) are summed in blocks of kBlock elements in T with two vectors of independent partial sums
+// each, then each block's sums added in double; in float32 a block's rounding is ~1e-7 relative,
+// and the double sums across blocks keep it there for any M. NHWC (inner == 1) sums each row of C
+// channels into C-long partial sums in T, added into double every kBlock rows.
+template <class T>
+void channel_moments(const T* X, const double* shift, const ChannelView& v, double* s1, double* s2,
+                     ChunkClock& clock) {
+  // GCC's generic vectors (16 bytes: SSE2 / NEON registers, split into scalars elsewhere), so
+  // the lanes stay in registers and the summation order is the same on every target.
+  using Vec = typename Vec16<T>::type;
+  constexpr int kWidth = static_cast<int>(16 / sizeof(T));
+  constexpr int64_t kBlock = 256;
+  const int64_t C = v.channels;
+  if (v.inner == 1) {
+    std::vector<T> sh(static_cast<size_t>(C));
+    for (int64_t c = 0; c < C; ++c) sh[static_cast<size_t>(c)] = static_cast<T>(shift[c]);
+    std::vector<T> l1(static_cast<size_t>(C));
+    std::vector<T> l2(static_cast<size_t>(C));
+    const T* __restrict shv = sh.data();
+    T* __restrict p1 = l1.data();
+    T* __restrict p2 = l2.data();
+    for (int64_t o0 = 0; o0 < v.outer; o0 += kBlock) {
+      const int64_t o1 = std::min(v.outer, o0 + kBlock);
+      std::fill(l1.begin(), l1.end(), T{0});
+      std::fill(l2.begin(), l2.end(), T{0});
+      for (int64_t o = o0; o < o1; ++o) {
+        clock.before(C);
+        const T* __restrict row = X + o * C;
+        for (int64_t c = 0; c < C; ++c) {
+          const T d = row[c] - shv[c];
+          p1[c] += d;
+          p2[c] += d * d;
+        }
+      }
+      for (int64_t c = 0; c < C; ++c) {
+        s1[c] += static_cast<double>(p1[c]);
+        s2[c] += static_cast<double>(p2[c]);
+      }
+    }
+    return;
+  }
+  const int64_t piece = std::max<int64_t>(1, clock.chunk());
+  for (int64_t o = 0; o < v.outer; ++o) {
+    for (int64_t c = 0; c < C; ++c) {
+      const T* row = X + (o * C + c) * v.inner;
+      const T sh = static_cast<T>(shift[c]);
+      for (int64_t lo = 0; lo < v.inner; lo += piece) {
+        const int64_t n = std::min(piece, v.inner - lo);
+        clock.before(n);
+        const T* __restrict pr = row + lo;
+        double a1 = 0;
+        double a2 = 0;
+        int64_t i = 0;
+        for (; i + kBlock <= n; i += kBlock) {
+          Vec u1{};
+          Vec u2{};
+          Vec w1{};
+          Vec w2{};
+          for (int64_t b = i; b < i + kBlock; b += 2 * kWidth) {
+            Vec d;
+            Vec e;
+            std::memcpy(&d, pr + b, sizeof(Vec));
+            std::memcpy(&e, pr + b + kWidth, sizeof(Vec));
+            d -= sh;
+            e -= sh;
+            u1 += d;
+            w1 += e;
+            u2 += d * d;
+            w2 += e * e;
+          }
+          u1 += w1;
+          u2 += w2;
+          T b1 = 0;
+          T b2 = 0;
+          for (int j = 0; j < kWidth; ++j) {
+            b1 += u1[j];
+            b2 += u2[j];
+          }
+          a1 += static_cast<double>(b1);
+          a2 += static_cast<double>(b2);
+        }
+        for (; i < n; ++i) {
+          const double d = static_cast<double>(pr[i]) - shift[c];
+          a1 += d;
+          a2 += d * d;
+        }
+        s1[c] += a1;
+        s2[c] += a2;
+      }
+    }
+  }
+}
+
 // out = in1 * a[c] + (in2 ? in2 * b[c] : 0) + d[c], all contiguous in the (outer, C, inner) view.
 template <class T>
 void channel_affine(T* out, const T* in1, const T* in2, const std::vector<T>& a,
@@ -225,7 +327,7 @@ BatchNormTrainResult bn_train(const Tensor& x_in, const Tensor& scale, const Ten
   for (size_t c = 0; c < C; ++c) shift[c] = static_cast<double>(xp[c * v.inner]);
   std::vector<double> s1(C, 0.0);
   std::vector<double> s2(C, 0.0);
-  channel_sums<T>(xp, shift.data(), xp, shift.data(), v, s1.data(), s2.data(), clock);
+  channel_moments<T>(xp, shift.data(), v, s1.data(), s2.data(), clock);
   std::vector<double> mean(C);
   std::vector<double> var(C);
   std::vector<double> inv_std(C);
@@ -329,32 +431,47 @@ BatchNormGradResult bn_grad(const Tensor& x_in, const Tensor& scale, const Tenso
 
 // ---- dropout ----
 
-// The (i+1)-th output of SplitMix64 seeded with `seed`.
-inline uint64_t splitmix64_at(uint64_t seed, uint64_t i) {
-  uint64_t z = seed + (i + 1) * 0x9E3779B97F4A7C15ull;
+// The (j+1)-th output of SplitMix64 seeded with `seed`.
+inline uint64_t splitmix64_at(uint64_t seed, uint64_t j) {
+  uint64_t z = seed + (j + 1) * 0x9E3779B97F4A7C15ull;
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
   return z ^ (z >> 31);
 }
 
+// Elements [begin, begin + n) of the mask rule of nn.h: element i is decided by 32-bit half
+// (i & 1) (0: the low half) of SplitMix64's (i / 2 + 1)-th output, dropped when that half is
+// < threshold (threshold <= 2^32 - 1 here; prob 1 is handled by the caller).
 template <class T>
 void dropout_run(const T* __restrict x, T* __restrict out, T* __restrict mask, int64_t begin,
-                 int64_t n, uint64_t seed, uint64_t threshold) {
-  // In blocks: first the keep words of a block (the hash, scalar 64-bit multiplies: this loop
-  // bounds the kernel's speed), then a branch-free apply (the decisions are random): the
-  // output's bits are x's bits and-ed with an all-ones or all-zeros word, so a dropped NaN or
-  // infinity gives +0 as Paddle's select does.
+                 int64_t n, uint64_t seed, uint32_t threshold) {
+  // In blocks, three loops the compiler vectorises: the hashes of the block's element pairs (only
+  // 64-bit integer operations, two lanes per SSE2 vector), their 32-bit halves as keep words,
+  // then a branch-free apply (the decisions are random): the output's bits are x's bits and-ed
+  // with an all-ones or all-zeros word, so a dropped NaN or infinity gives +0 as Paddle's select
+  // does. A block may start on an odd element: the pair of element begin + lo is hashed whole
+  // and its first half skipped, so the mask does not depend on where chunks or blocks start.
   using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
-  constexpr int64_t kBlock = 512;
-  Bits keep[kBlock];
+  constexpr int64_t kBlock = 512;  // elements per block
+  alignas(64) uint64_t hash[kBlock / 2 + 1];
+  alignas(64) uint32_t half[kBlock + 2];
+  alignas(64) Bits keep[kBlock];
+  const Bits one = std::bit_cast<Bits>(T{1});
   for (int64_t lo = 0; lo < n; lo += kBlock) {
     const int64_t m = std::min(kBlock, n - lo);
     const auto first = static_cast<uint64_t>(begin + lo);
-    for (int64_t i = 0; i < m; ++i) {
-      const uint64_t h = splitmix64_at(seed, first + static_cast<uint64_t>(i));
-      keep[i] = Bits{0} - static_cast<Bits>((h >> 11) >= threshold);
+    const uint64_t pair0 = first >> 1;
+    const int64_t skip = static_cast<int64_t>(first & 1);
+    const int64_t pairs = (skip + m + 1) >> 1;
+    for (int64_t j = 0; j < pairs; ++j) {
+      hash[j] = splitmix64_at(seed, pair0 + static_cast<uint64_t>(j));
     }
-    const Bits one = std::bit_cast<Bits>(T{1});
+    for (int64_t j = 0; j < pairs; ++j) {
+      half[2 * j] = static_cast<uint32_t>(hash[j]);
+      half[2 * j + 1] = static_cast<uint32_t>(hash[j] >> 32);
+    }
+    const uint32_t* __restrict h = half + skip;
+    for (int64_t i = 0; i < m; ++i) keep[i] = Bits{0} - static_cast<Bits>(h[i] >= threshold);
     for (int64_t i = 0; i < m; ++i) {
       mask[lo + i] = std::bit_cast<T>(static_cast<Bits>(one & keep[i]));
       out[lo + i] = std::bit_cast<T>(static_cast<Bits>(std::bit_cast<Bits>(x[lo + i]) & keep[i]));
@@ -451,8 +568,10 @@ DropoutResult dropout(const Tensor& x_in, float prob, bool is_test, uint64_t see
   const Tensor x = detail::dense(x_in, opts);
   Tensor out = Tensor::empty(x.shape(), x.dtype());
   Tensor mask = Tensor::empty(x.shape(), x.dtype());
-  // Dropped when (bits >> 11) < prob * 2^53, i.e. < ceil(prob * 2^53) (exact in double).
-  const auto threshold = static_cast<uint64_t>(std::ceil(static_cast<double>(prob) * 0x1p53));
+  // Dropped when the 32-bit draw u < prob * 2^32, i.e. u < ceil(prob * 2^32) (exact in double).
+  // prob 1 gives 2^32, above every 32-bit draw: all dropped, without hashing.
+  const auto threshold = static_cast<uint64_t>(std::ceil(static_cast<double>(prob) * 0x1p32));
+  const bool drop_all = threshold > 0xFFFFFFFFull;
   const int64_t n = x.numel();
   ChunkClock clock(opts);
   const int64_t piece = clock.chunk();
@@ -464,7 +583,12 @@ DropoutResult dropout(const Tensor& x_in, float prob, bool is_test, uint64_t see
     for (int64_t lo = 0; lo < n; lo += piece) {
       const int64_t m = std::min(piece, n - lo);
       clock.before(m);
-      dropout_run<T>(xp + lo, op + lo, mp + lo, lo, m, seed, threshold);
+      if (drop_all) {
+        std::memset(op + lo, 0, static_cast<size_t>(m) * sizeof(T));  // all-zero bits: +0
+        std::memset(mp + lo, 0, static_cast<size_t>(m) * sizeof(T));
+      } else {
+        dropout_run<T>(xp + lo, op + lo, mp + lo, lo, m, seed, static_cast<uint32_t>(threshold));
+      }
     }
   };
   if (x.dtype() == DType::kFloat32) {

@@ -304,21 +304,25 @@ uint64_t ref_splitmix(uint64_t seed, uint64_t i) {
 }
 
 TEST(NnDropout, MaskFollowsTheDocumentedSplitMix64Rule) {
-  const Tensor x = cf::uniform({300}, 1, 2, 61, DType::kFloat32);
-  const float p = 0.4f;
-  const uint64_t seed = 1234567;
-  const auto r = cf::dropout(x, p, false, seed);
-  const auto m = vals(r.mask);
-  const auto o = vals(r.out);
-  const auto xv = vals(x);
-  for (size_t i = 0; i < m.size(); ++i) {
-    const double u = static_cast<double>(ref_splitmix(seed, i) >> 11) * 0x1p-53;
-    const double want = u < static_cast<double>(p) ? 0.0 : 1.0;
-    ASSERT_EQ(m[i], want) << i;
-    ASSERT_EQ(o[i], xv[i] * want) << i;  // no rescaling
+  for (const DType dt : {DType::kFloat32, DType::kFloat64}) {
+    const Tensor x = cf::uniform({301}, 1, 2, 61, dt);
+    const float p = 0.4f;
+    const uint64_t seed = 1234567;
+    const auto r = cf::dropout(x, p, false, seed);
+    const auto m = vals(r.mask);
+    const auto o = vals(r.out);
+    const auto xv = vals(x);
+    for (size_t i = 0; i < m.size(); ++i) {
+      // Element i: the low (even i) or high (odd i) 32 bits of output i / 2, as a fraction of 2^32.
+      const uint64_t h = ref_splitmix(seed, i / 2);
+      const double u = static_cast<double>(i % 2 == 0 ? h & 0xFFFFFFFFull : h >> 32) * 0x1p-32;
+      const double want = u < static_cast<double>(p) ? 0.0 : 1.0;
+      ASSERT_EQ(m[i], want) << i;
+      ASSERT_EQ(o[i], xv[i] * want) << i;  // no rescaling
+    }
+    EXPECT_EQ(r.mask.dtype(), dt);
+    EXPECT_EQ(r.out.shape(), x.shape());
   }
-  EXPECT_EQ(r.mask.dtype(), DType::kFloat32);
-  EXPECT_EQ(r.out.shape(), x.shape());
 }
 
 TEST(NnDropout, DeterministicForASeedWhateverTheChunking) {

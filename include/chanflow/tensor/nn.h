@@ -107,10 +107,12 @@ struct DropoutResult {
 // Paddle does, and no mask. prob outside [0, 1] (or NaN) throws Error naming dropout_prob.
 //
 // The mask is a pure function of (seed, element index in row-major order), identical on every
-// platform and for every chunking: element i is dropped when the top 53 bits of the (i+1)-th
-// output of SplitMix64 seeded with `seed` (Steele, Lea, Flood 2014: state += 0x9E3779B97F4A7C15,
-// then the mix function), read as k * 2^-53, are < prob. So prob 0 keeps everything and prob 1
-// drops everything, as Paddle's special case does.
+// platform and for every chunking: each output of SplitMix64 seeded with `seed` (Steele, Lea,
+// Flood 2014: state += 0x9E3779B97F4A7C15, then the mix function) decides two elements. Element i
+// takes the (i/2 + 1)-th output's low 32 bits when i is even, its high 32 bits when i is odd, and
+// is dropped when those bits, read as k * 2^-32, are < prob. So the drop probability is prob
+// rounded up to a multiple of 2^-32 (exact for every float prob >= 2^-9); prob 0 keeps everything
+// and prob 1 drops everything, as Paddle's special case does.
 CHANFLOW_API DropoutResult dropout(const Tensor& x, float prob, bool is_test, uint64_t seed,
                                    const KernelOptions& opts = {});
 
