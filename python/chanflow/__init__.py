@@ -142,3 +142,4 @@ del _name, _native_module, _builtins
 # at import).
 from chanflow._batch import batch  # noqa: E402
 from chanflow import reader  # noqa: E402,F401
+from chanflow import dataset  # noqa: E402,F401
