@@ -56,6 +56,7 @@ packages=(
   python3 python3-numpy     # tensor_npy_numpy_roundtrip reads chanflow's .npy files with NumPy
   python3-dev pybind11-dev python3-pybind11  # the Python module chanflow._native (python/)
   python3-pytest            # the Python suites (tests/python, ctest label `python`)
+  dataset-fashion-mnist     # chanflow.dataset.fashion_mnist reads its IDX files (tests/python)
   chromium                  # headless: `chanflow trace html`'s report rendered (tools/check_trace_html.py)
   # the demo and the README's examples
   python3-matplotlib        # scripts/plot_training.py (the flagship's loss/accuracy chart)

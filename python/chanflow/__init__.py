@@ -108,6 +108,8 @@ __all__ = [
     "Function", "get_global_func", "list_global_funcs", "register_func", "remove_global_func",
     # the runtime's trace
     "trace_json", "trace_start", "trace_stop",
+    # data: readers of mini-batches (chanflow.reader and chanflow.dataset are submodules)
+    "batch",
 ]
 
 
@@ -135,3 +137,9 @@ for _name in graph_ops:
     if not hasattr(_builtins, _name):
         __all__.append(_name)
 del _name, _native_module, _builtins
+
+# Paddle's data side: paddle.batch, paddle.reader, paddle.dataset (pure Python, no file is read
+# at import).
+from chanflow._batch import batch  # noqa: E402
+from chanflow import reader  # noqa: E402,F401
+from chanflow import dataset  # noqa: E402,F401

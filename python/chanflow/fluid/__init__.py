@@ -37,6 +37,7 @@ from .concurrency import (
     channel_close,
 )
 from .layer_helper import LayerHelper
+from .data_feeder import DataFeeder
 
 __all__ = (
     framework.__all__
