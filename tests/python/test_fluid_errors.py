@@ -390,7 +390,7 @@ def test_typed_channel_rejects_another_dtype(program):
 
 
 def test_scope_argument(program):
-    with pytest.raises(NotImplementedError, match="no scopes"):
+    with pytest.raises(TypeError, match="scope must be a fluid.core.Scope"):
         fluid.Executor(fluid.CPUPlace()).run(program, scope=object())
 
 

@@ -1,6 +1,8 @@
-"""Paddle Fluid's concurrency API by its names, over chanflow: ``import chanflow.fluid as
-fluid`` and write Fluid's CSP programs (``fluid.make_channel``, ``fluid.Go``, ``fluid.Select``,
-``fluid.layers.While`` ...), then run them with ``fluid.Executor(fluid.CPUPlace()).run``.
+"""Paddle Fluid's API by its names, over chanflow: ``import chanflow.fluid as fluid`` and write
+Fluid's CSP programs (``fluid.make_channel``, ``fluid.Go``, ``fluid.Select``,
+``fluid.layers.While`` ...) or training programs (``fluid.layers.data``, ``fc``, ``conv2d`` ...,
+``fluid.optimizer.Adam(...).minimize(loss)``), then run them with
+``fluid.Executor(fluid.CPUPlace()).run`` (persistable variables live in ``fluid.global_scope()``).
 
 The programs built are chanflow's program format (Fluid's ProgramDesc): ``Program.to_string``,
 ``Program.save`` and ``Program.desc.serialize_to_string()`` give what ``chanflow run`` reads.
@@ -10,7 +12,13 @@ from . import core
 from . import framework
 from . import unique_name
 from . import layer_helper
+from . import initializer
+from . import regularizer
+from . import param_attr
 from . import layers
+from . import backward
+from . import optimizer
+from . import nets
 from . import concurrency
 from . import executor
 
@@ -20,6 +28,7 @@ from .framework import (
     Block,
     Variable,
     Operator,
+    Parameter,
     default_main_program,
     default_startup_program,
     program_guard,
@@ -27,7 +36,8 @@ from .framework import (
     switch_startup_program,
     get_var,
 )
-from .executor import Executor, global_scope
+from .executor import Executor, global_scope, scope_guard
+from .param_attr import ParamAttr, WeightNormParamAttr
 from .concurrency import (
     Go,
     Select,
@@ -44,4 +54,6 @@ __all__ = (
     + executor.__all__
     + concurrency.__all__
     + ["core", "layers", "unique_name", "layer_helper", "CPUPlace", "LayerHelper"]
+    + ["initializer", "regularizer", "param_attr", "backward", "optimizer", "nets"]
+    + ["ParamAttr", "WeightNormParamAttr"]
 )

@@ -6,11 +6,21 @@ program format (``include/chanflow/ir/var_type.h``): ``FP64`` is 6, ``LOD_TENSOR
 a data type attribute (``fill_constant``'s ``dtype``, ``channel_create``'s ``data_type``).
 
 chanflow runs on the CPU only: ``CPUPlace`` is the one place an ``Executor`` accepts.
+
+``Scope`` holds the variables that outlive a run (parameters, optimiser state) in a
+``chanflow.PersistentScope``; ``scope.find_var(name).get_tensor()`` is a ``LoDTensor`` view of
+one of them (``np.array(t)``, ``t.set(array, place)``, ``t.shape()``)::
+
+    w = np.array(fluid.global_scope().find_var('fc_0.w_0').get_tensor())
 """
 
 import enum
 
-__all__ = ["VarDesc", "CPUPlace"]
+import numpy as np
+
+from .. import _native
+
+__all__ = ["VarDesc", "CPUPlace", "Scope", "LoDTensor"]
 
 
 class _VarType(enum.IntEnum):
@@ -82,3 +92,112 @@ class CPUPlace(object):
 
     def __repr__(self):
         return "CPUPlace"
+
+
+class LoDTensor(object):
+    """A tensor of a ``Scope`` by name: Fluid's ``LoDTensor`` as ``Variable.get_tensor()``
+    gave it. Reads see the scope's current value; ``set`` replaces it. LoD (sequence offsets)
+    is not supported: ``lod()`` is ``[]`` and ``set_lod`` of a non-empty LoD raises."""
+
+    def __init__(self, scope, name):
+        self._scope = scope
+        self._name = name
+
+    def _tensor(self):
+        t = self._scope._native.find(self._name)
+        if t is None:
+            raise _native.NotFoundError(
+                "LoDTensor '%s': the scope holds no value for it (run the startup program, or "
+                "set() one)" % self._name
+            )
+        return t
+
+    def set(self, array, place=None):
+        """Sets the value to a copy of ``array`` (anything ``numpy.asarray`` takes)."""
+        if place is not None and not isinstance(place, CPUPlace):
+            raise TypeError("LoDTensor.set: place must be CPUPlace(), got %r" % (place,))
+        self._scope._native.set(self._name, np.array(array, copy=True))
+
+    def shape(self):
+        return list(self._tensor().numpy().shape)
+
+    def _dtype(self):
+        return self._tensor().numpy().dtype
+
+    def lod(self):
+        return []
+
+    def set_lod(self, lod):
+        if lod and any(lod):
+            raise ValueError("LoDTensor '%s': LoD is not supported" % self._name)
+
+    def __array__(self, dtype=None):
+        a = self._tensor().numpy().copy()
+        return a if dtype is None else a.astype(dtype)
+
+    def __repr__(self):
+        return "LoDTensor(%r)" % self._name
+
+
+class _ScopeVariable(object):
+    """A variable of a ``Scope`` (``find_var`` / ``var``): ``get_tensor()``."""
+
+    def __init__(self, scope, name):
+        self._scope = scope
+        self._name = name
+
+    def name(self):
+        return self._name
+
+    def get_tensor(self):
+        return LoDTensor(self._scope, self._name)
+
+    def is_initialized(self):
+        return self._name in self._scope._native
+
+
+class Scope(object):
+    """Variables by name that outlive a run: Fluid's ``core.Scope``, over a
+    ``chanflow.PersistentScope`` (``native``). ``Executor.run(scope=s)`` starts each run with
+    ``s``'s values for the program's persistable block 0 variables and stores them back when
+    it ends. One run uses a scope at a time. ``find_var(name)`` is None when the scope has no
+    value for ``name``; ``var(name)`` returns the variable either way (set it with
+    ``get_tensor().set``)."""
+
+    def __init__(self, native=None):
+        self._native = _native.PersistentScope() if native is None else native
+        self._kids = []
+
+    @property
+    def native(self):
+        return self._native
+
+    def find_var(self, name):
+        if not isinstance(name, str):
+            raise TypeError("find_var takes a variable name, got %r" % (name,))
+        return _ScopeVariable(self, name) if name in self._native else None
+
+    def var(self, name):
+        return _ScopeVariable(self, name)
+
+    def erase(self, names):
+        for n in [names] if isinstance(names, str) else names:
+            self._native.erase(n)
+
+    def local_var_names(self):
+        return list(self._native.names())
+
+    def new_scope(self):
+        """A new, separate scope (chanflow scopes have no parent chain)."""
+        kid = Scope()
+        self._kids.append(kid)
+        return kid
+
+    def drop_kids(self):
+        self._kids = []
+
+    def __contains__(self, name):
+        return name in self._native
+
+    def __repr__(self):
+        return "Scope(%d variables)" % len(self._native)

@@ -7,6 +7,7 @@ variables as NumPy arrays.
     out, = exe.run(program, feed={'x': np.ones(3)}, fetch_list=[y])
 """
 
+import contextlib
 import threading
 
 import numpy as np
@@ -15,7 +16,7 @@ from .. import _native
 from . import core
 from . import framework
 
-__all__ = ["Executor", "global_scope"]
+__all__ = ["Executor", "global_scope", "scope_guard"]
 
 _shared_native_executor = None
 _shared_native_executor_lock = threading.Lock()
@@ -45,32 +46,48 @@ def _native_executor():
     return _shared_native_executor
 
 
+_global_scope = core.Scope()
+
+
 def global_scope():
-    """Fluid's global scope does not exist in chanflow: see ``Executor`` (variables do not
-    outlive a run)."""
-    raise NotImplementedError(
-        "chanflow.fluid has no global scope: every Executor.run starts from fresh variables "
-        "(fetch a value and feed it to the next run to carry it over)"
-    )
+    """The scope ``Executor.run`` uses when given none: a ``core.Scope`` (parameters and
+    optimiser state live there between runs). ``scope_guard`` replaces it for a ``with``
+    body."""
+    return _global_scope
+
+
+def _switch_scope(scope):
+    global _global_scope
+    previous = _global_scope
+    _global_scope = scope
+    return previous
+
+
+@contextlib.contextmanager
+def scope_guard(scope):
+    """Makes ``scope`` (a ``core.Scope``) the global scope for the body of a ``with``."""
+    if not isinstance(scope, core.Scope):
+        raise TypeError("scope_guard takes a fluid.core.Scope, got %r" % (scope,))
+    previous = _switch_scope(scope)
+    try:
+        yield
+    finally:
+        _switch_scope(previous)
 
 
 class Executor(object):
     """Runs programs: ``Executor(place)`` where ``place`` is ``core.CPUPlace()`` (chanflow runs
     on the CPU; None means the same).
 
-    **Variables live for one run.** Fluid's executor kept every variable in a global scope
-    across runs, so a persistable variable (or any variable of block 0) kept its value from one
-    ``run`` to the next, and a startup program run once initialised them for later runs.
-    chanflow does not emulate that: each ``run`` starts with every variable unset, runs the
-    whole program, and returns what ``fetch_list`` names; ``persistable`` is kept in the
-    program (and its text and binary forms) but carries nothing between runs. Programs that
-    write their variables before reading them -- every program Fluid's concurrency layers and
-    tests build, which create their channels and values with ``channel_create`` and
-    ``fill_constant`` -- give Fluid's results. To carry a value from one run to the next, fetch
-    it and feed it back (``feed={'name': value}``). The reason: emulating the scope would mean
-    fetching and feeding every persistable variable on every run, and channels (persistable in
-    Fluid's ``make_channel``) cannot be carried at all -- a channel closed by one run would
-    stay closed for the next.
+    **Persistable variables live in a scope**; everything else lives for one run. A run of a
+    program that declares persistable tensor variables in block 0 (parameters, optimiser
+    accumulators, learning rates) uses a ``core.Scope`` -- the ``scope`` argument, else
+    ``global_scope()`` --: it starts with the scope's values for them and stores them back
+    when it ends (also when it fails), so the startup program run once initialises the
+    parameters the main program trains. Other variables start unset in every run: a program
+    must write them (or they must be fed) before reading them. Channels are never kept (a
+    channel closed by one run would stay closed for the next). A scope serves one run at a
+    time: runs of programs with persistable tensors from several threads need a scope each.
     """
 
     def __init__(self, place=None):
@@ -114,15 +131,19 @@ class Executor(object):
         unchanged reuses the conversion and the executor's preparation (``use_program_cache``
         is accepted for Fluid's signature; caching is always on). ``feed_var_name`` and
         ``fetch_var_name`` are Fluid's names for the feed/fetch variables its executor added;
-        chanflow feeds and fetches variables directly and ignores them. ``scope`` must be None
-        (there is no global scope: see the class documentation).
+        chanflow feeds and fetches variables directly and ignores them. ``scope``: the
+        ``core.Scope`` of the persistable variables (default ``global_scope()``; see the class
+        documentation).
+
+        Checked before the run: a fed array whose shape does not match the variable's declared
+        shape (-1 matches any extent) raises ``chanflow.ShapeError`` naming the variable.
         """
         if self._closed:
             raise RuntimeError("Attempted to use a closed Executor")
-        if scope is not None:
-            raise NotImplementedError(
-                "Executor.run: chanflow.fluid has no scopes (every run starts from fresh "
-                "variables); pass scope=None"
+        if scope is not None and not isinstance(scope, core.Scope):
+            raise TypeError(
+                "Executor.run: scope must be a fluid.core.Scope (or None: the global scope), "
+                "got %r" % (scope,)
             )
         if program is None:
             program = framework.default_main_program()
@@ -152,9 +173,15 @@ class Executor(object):
                     var = block0.vars.get(name)
                     if var is not None and var.dtype in _NUMPY_DTYPES:
                         value = np.asarray(value, dtype=_NUMPY_DTYPES[var.dtype])
+                _check_feed_shape(block0.vars.get(name), value)
                 feed_dict[name] = value
 
-        outs = _native_executor().run(native_program, feed=feed_dict, fetch=fetch, timeout=timeout)
+        native_scope = None
+        if _has_persistable_tensors(program):
+            native_scope = (global_scope() if scope is None else scope).native
+        outs = _native_executor().run(
+            native_program, feed=feed_dict, fetch=fetch, timeout=timeout, scope=native_scope
+        )
         if return_numpy:
             for i, t in enumerate(outs):
                 if isinstance(t, _native.Channel):
@@ -169,7 +196,9 @@ class Executor(object):
 
 def _fetch_name(program, item, index):
     if isinstance(item, framework.Variable):
-        if item.block.program is not program:
+        # A variable of another program names the same variable of a clone (Fluid's
+        # ``main.clone(for_test=True)`` is run with the main program's variables).
+        if item.block.program is not program and item.name not in program.global_block().vars:
             raise ValueError(
                 "Executor.run: fetch_list[%d] is variable '%s' of another Program"
                 % (index, item.name)
@@ -189,7 +218,7 @@ def _fetch_name(program, item, index):
 
 def _feed_name(program, key):
     if isinstance(key, framework.Variable):
-        if key.block.program is not program:
+        if key.block.program is not program and key.name not in program.global_block().vars:
             raise ValueError(
                 "Executor.run: feed key '%s' is a variable of another Program" % key.name
             )
@@ -197,3 +226,29 @@ def _feed_name(program, key):
     if isinstance(key, str):
         return key
     raise TypeError("Executor.run: feed keys must be variable names or Variables, got %r" % (key,))
+
+
+def _has_persistable_tensors(program):
+    for v in program.global_block().vars.values():
+        if v.persistable and v.type == core.VarDesc.VarType.LOD_TENSOR:
+            return True
+    return False
+
+
+def _check_feed_shape(var, value):
+    """``chanflow.ShapeError`` when ``value``'s shape contradicts ``var``'s declared one."""
+    if var is None or not var.shape or var.type != core.VarDesc.VarType.LOD_TENSOR:
+        return
+    shape = getattr(value, "shape", None)
+    if shape is None:
+        return
+    shape = tuple(shape)
+    declared = var.shape
+    ok = len(shape) == len(declared) and all(
+        d < 0 or d == s for d, s in zip(declared, shape)
+    )
+    if not ok:
+        raise _native.ShapeError(
+            "Executor.run: feed '%s' has shape %s; the variable is declared %s (-1: any extent)"
+            % (var.name, list(shape), list(declared))
+        )

@@ -41,6 +41,8 @@ __all__ = [
     "Variable",
     "Program",
     "Operator",
+    "Parameter",
+    "OpRole",
     "default_startup_program",
     "default_main_program",
     "program_guard",
@@ -169,8 +171,9 @@ class Variable(object):
 
     ``name``, ``type`` (a ``VarType`` kind), ``dtype`` (the element type, or None), ``shape``
     (a tuple; ``()`` when not declared), ``lod_level``, ``persistable`` (settable) and
-    ``block`` describe the declaration; ``stop_gradient`` is kept for Fluid's API (chanflow has
-    no backward pass) and ``op`` is the last operator that wrote the variable.
+    ``block`` describe the declaration; ``stop_gradient`` (True: ``append_backward`` computes
+    no gradient through it; data layers set it) and ``op``, the last operator that wrote the
+    variable.
     """
 
     def __init__(
@@ -296,6 +299,54 @@ def _shape_tuple(shape, name):
         if d < -1:
             raise ValueError("variable '%s': shape %s has a dimension below -1" % (name, dims))
     return dims
+
+
+class OpRole(object):
+    """Fluid's ``op_role`` attribute values: what part of training an op belongs to (bits)."""
+
+    Forward = 0x0000
+    Backward = 0x0001
+    Optimize = 0x0002
+    RPC = 0x0004
+    Dist = 0x0008
+    LRSched = 0x0010
+    Loss = 0x0100
+
+
+class Parameter(Variable):
+    """A trainable variable of block 0: Fluid's ``Parameter``. Create it with
+    ``Block.create_parameter`` (layers do, through ``LayerHelper.create_parameter``).
+
+    Always persistable, so it outlives a run in the executor's scope. ``trainable`` (False:
+    no gradient, no optimiser update), ``optimize_attr`` (``{'learning_rate': factor}``),
+    ``regularizer``, ``gradient_clip_attr`` and ``do_model_average`` are Fluid's attributes.
+    ``shape`` and ``dtype`` are required and the shape must be fully known (no -1).
+    """
+
+    def __init__(self, block, shape, dtype, **kwargs):
+        if shape is None or dtype is None:
+            raise ValueError("Parameter: shape and dtype must be given")
+        for d in shape:
+            if int(d) <= 0:
+                raise ValueError(
+                    "Parameter '%s': each dimension of shape %s must be positive"
+                    % (kwargs.get("name"), list(shape))
+                )
+        self.trainable = kwargs.pop("trainable", True)
+        self.optimize_attr = kwargs.pop("optimize_attr", {"learning_rate": 1.0})
+        self.regularizer = kwargs.pop("regularizer", None)
+        self.gradient_clip_attr = kwargs.pop("gradient_clip_attr", None)
+        self.do_model_average = kwargs.pop("do_model_average", None)
+        kwargs.pop("persistable", None)
+        Variable.__init__(self, block, persistable=True, shape=shape, dtype=dtype, **kwargs)
+
+    def __repr__(self):
+        return "Parameter(name=%r, dtype=%r, shape=%r, trainable=%s)" % (
+            self.name,
+            self.dtype,
+            self.shape,
+            self.trainable,
+        )
 
 
 def _attr_value_to_native(value):
@@ -543,6 +594,60 @@ class Block(object):
         self.program._bump()
         return var
 
+    def create_parameter(self, *args, **kwargs):
+        """Declares a ``Parameter`` (Fluid's arguments: ``name``, ``shape``, ``dtype``,
+        ``trainable``, ``optimize_attr``, ``regularizer`` ...) in this block; with
+        ``initializer=`` the initializer writes its op into this block (the startup program's
+        block 0 when called by ``LayerHelper.create_parameter``)."""
+        initializer = kwargs.pop("initializer", None)
+        name = kwargs.get("name")
+        if name is not None and name in self.vars:
+            existing = self.vars[name]
+            if not isinstance(existing, Parameter):
+                raise ValueError(
+                    "create_parameter: block %d already declares '%s' as a variable that is "
+                    "not a parameter" % (self._idx, name)
+                )
+            existing._check_same(
+                VarType.LOD_TENSOR, kwargs.get("shape"), kwargs.get("dtype"), None, None
+            )
+            return existing
+        param = Parameter(self, *args, **kwargs)
+        self.vars[param.name] = param
+        self.program._bump()
+        if initializer is not None:
+            initializer(param, self)
+        return param
+
+    def all_parameters(self):
+        """The ``Parameter`` variables of this block, in declaration order."""
+        return [v for v in self.vars.values() if isinstance(v, Parameter)]
+
+    def _import_native(self, native_block, first_op):
+        """Declares the variables of ``native_block`` (a ``chanflow.Program``'s block with the
+        same index) this block lacks and appends its ops from index ``first_op`` on: how a
+        native rewrite of the program (``chanflow.append_backward``) comes back into it."""
+        for v in native_block.vars:
+            if v.name in self.vars:
+                continue
+            self.create_var(
+                name=v.name,
+                type=VarType(int(v.type)),
+                dtype=int(v.data_type) if int(v.type) == VarType.LOD_TENSOR else None,
+                shape=[int(d) for d in v.dims],
+                lod_level=int(v.lod_level),
+                persistable=bool(v.persistable),
+            )
+        for i, op in enumerate(native_block.ops):
+            if i < first_op:
+                continue
+            self.append_op(
+                type=op.type,
+                inputs={k: list(names) for k, names in op.inputs.items()},
+                outputs={k: list(names) for k, names in op.outputs.items()},
+                attrs={k: _native_attr_value(a.value) for k, a in op.attrs.items()},
+            )
+
     def append_op(self, type=None, inputs=None, outputs=None, attrs=None):
         """Appends an operator: ``inputs`` and ``outputs`` map parameter names to a variable, a
         variable name, or a list of them; ``attrs`` maps attribute names to values (a ``Block``
@@ -603,6 +708,17 @@ class Block(object):
             len(self.vars),
             len(self.ops),
         )
+
+
+def _native_attr_value(value):
+    if isinstance(value, _native.BlockRef):
+        raise ValueError("a native op with a block attribute cannot be imported")
+    if isinstance(value, (str, bytes, bool, int, float)):
+        return value
+    try:
+        return [_native_attr_value(v) for v in value]
+    except TypeError:
+        return value
 
 
 def _block_text(program_text, idx):
@@ -765,21 +881,40 @@ class Program(object):
         self._native_program().verify()
 
     def clone(self, for_test=False):
-        """A copy of the program (blocks, variables, ops); with ``for_test`` every op's
-        ``is_test`` attribute is set to True, as Fluid's ``clone(for_test=True)`` did."""
+        """A copy of the program (blocks, variables, parameters, ops).
+
+        With ``for_test`` the copy is the program for evaluation, as Fluid's
+        ``clone(for_test=True)``: the ops whose ``op_role`` marks them backward, optimiser or
+        learning-rate schedule ops are left out (with the ``@GRAD`` variables only they used),
+        and every remaining op that has an ``is_test`` attribute (dropout, batch_norm ...) gets
+        it set to True. Clone before or after ``minimize``: both give the forward program."""
         p = Program()
         p.blocks = []
         for b in self.blocks:
             p.blocks.append(Block(p, b.idx, b.parent_idx))
+        dropped = OpRole.Backward | OpRole.Optimize | OpRole.LRSched
+        kept_ops = []
+        for b in self.blocks:
+            ops = b.ops
+            if for_test:
+                ops = [op for op in ops if not int(op._attrs.get("op_role", 0)) & dropped]
+            kept_ops.append(ops)
+        used = set()
+        for ops in kept_ops:
+            for op in ops:
+                used.update(op.input_arg_names)
+                used.update(op.output_arg_names)
         for b, nb in zip(self.blocks, p.blocks):
             for name, v in b.vars.items():
-                nv = Variable.__new__(Variable)
+                if for_test and "@GRAD" in name and name not in used:
+                    continue
+                nv = type(v).__new__(type(v))
                 nv.__dict__.update(v.__dict__)
                 nv.block = nb
                 nv.op = None
                 nb.vars[name] = nv
-        for b, nb in zip(self.blocks, p.blocks):
-            for op in b.ops:
+        for ops, nb in zip(kept_ops, p.blocks):
+            for op in ops:
                 nop = Operator.__new__(Operator)
                 nop.block = nb
                 nop.type = op.type
@@ -798,6 +933,29 @@ class Program(object):
         p._seed = self._seed
         return p
 
+    @contextlib.contextmanager
+    def _op_role_guard(self, role, role_var=()):
+        """Ops appended in the body carry ``op_role`` ``role`` and ``op_role_var``
+        ``role_var`` (variable names)."""
+        previous = (self._op_role, self._op_role_var)
+        self._op_role = role
+        self._op_role_var = [v.name if isinstance(v, Variable) else v for v in role_var]
+        try:
+            yield
+        finally:
+            self._op_role, self._op_role_var = previous
+
+    def _optimized_guard(self, param_and_grads):
+        """Fluid's guard for optimiser ops: role Optimize, ``op_role_var`` [param, grad]."""
+        return self._op_role_guard(OpRole.Optimize, param_and_grads)
+
+    def _lr_schedule_guard(self):
+        return self._op_role_guard(OpRole.LRSched)
+
+    def all_parameters(self):
+        """Every ``Parameter`` of the program (block 0's)."""
+        return self.global_block().all_parameters()
+
     def list_vars(self):
         for b in self.blocks:
             for v in b.vars.values():
@@ -809,9 +967,8 @@ _startup_program_ = Program()
 
 
 def default_startup_program():
-    """The default startup program. Fluid's layers put parameter initialisers there; chanflow's
-    concurrency layers never write to it, and running it runs its ops (none unless you add
-    some)."""
+    """The default startup program: layers put the initialisers of their parameters there (and
+    optimisers those of their accumulators); run it once into a scope before the main program."""
     return _startup_program_
 
 
