@@ -6,6 +6,8 @@ program format (``include/chanflow/ir/var_type.h``): ``FP64`` is 6, ``LOD_TENSOR
 a data type attribute (``fill_constant``'s ``dtype``, ``channel_create``'s ``data_type``).
 
 chanflow runs on the CPU only: ``CPUPlace`` is the one place an ``Executor`` accepts.
+``is_compiled_with_cuda()`` is False; ``CUDAPlace(i)`` can be made (programs that pick a place
+by that test name it), but an ``Executor`` given one raises ``UnavailableError``.
 
 ``Scope`` holds the variables that outlive a run (parameters, optimiser state) in a
 ``chanflow.PersistentScope``; ``scope.find_var(name).get_tensor()`` is a ``LoDTensor`` view of
@@ -20,7 +22,8 @@ import numpy as np
 
 from .. import _native
 
-__all__ = ["VarDesc", "CPUPlace", "Scope", "LoDTensor"]
+__all__ = ["VarDesc", "CPUPlace", "CUDAPlace", "Scope", "LoDTensor", "is_compiled_with_cuda",
+           "UnavailableError"]
 
 
 class _VarType(enum.IntEnum):
@@ -92,6 +95,39 @@ class CPUPlace(object):
 
     def __repr__(self):
         return "CPUPlace"
+
+
+def is_compiled_with_cuda():
+    """False: chanflow has no GPU kernels."""
+    return False
+
+
+class UnavailableError(_native.Error, RuntimeError):
+    """A device chanflow does not have (``CUDAPlace``) was asked to run a program: a
+    ``chanflow.Error`` and a ``RuntimeError``."""
+
+
+class CUDAPlace(object):
+    """Fluid's ``core.CUDAPlace(device_id)``: a GPU. chanflow has no GPU kernels; the object
+    exists so programs can name it, and ``Executor(CUDAPlace(i))`` raises
+    ``UnavailableError``."""
+
+    def __init__(self, device_id=0):
+        if not isinstance(device_id, int) or isinstance(device_id, bool) or device_id < 0:
+            raise TypeError("CUDAPlace: device_id must be an int >= 0, got %r" % (device_id,))
+        self.device_id = device_id
+
+    def __eq__(self, other):
+        return isinstance(other, CUDAPlace) and other.device_id == self.device_id
+
+    def __ne__(self, other):
+        return not self == other
+
+    def __hash__(self):
+        return hash((CUDAPlace, self.device_id))
+
+    def __repr__(self):
+        return "CUDAPlace(%d)" % self.device_id
 
 
 class LoDTensor(object):

@@ -91,6 +91,11 @@ class Executor(object):
     """
 
     def __init__(self, place=None):
+        if isinstance(place, core.CUDAPlace):
+            raise core.UnavailableError(
+                "Executor: %r: chanflow is not compiled with CUDA (core.is_compiled_with_cuda() "
+                "is False); run on fluid.CPUPlace()" % (place,)
+            )
         if place is not None and not isinstance(place, core.CPUPlace):
             raise TypeError(
                 "Executor: chanflow runs on the CPU only; place must be core.CPUPlace(), got %r"
