@@ -21,8 +21,9 @@ from . import optimizer
 from . import nets
 from . import concurrency
 from . import executor
+from . import io
 
-from .core import CPUPlace
+from .core import CPUPlace, CUDAPlace
 from .framework import (
     Program,
     Block,
@@ -53,7 +54,7 @@ __all__ = (
     framework.__all__
     + executor.__all__
     + concurrency.__all__
-    + ["core", "layers", "unique_name", "layer_helper", "CPUPlace", "LayerHelper"]
+    + ["core", "layers", "unique_name", "layer_helper", "CPUPlace", "CUDAPlace", "LayerHelper", "io"]
     + ["initializer", "regularizer", "param_attr", "backward", "optimizer", "nets"]
     + ["ParamAttr", "WeightNormParamAttr"]
 )
