@@ -17,6 +17,10 @@ startup program.
 Optimisers Fluid had whose ops chanflow does not register (``Adamax``, ``RMSProp``,
 ``Adagrad``, ``DecayedAdagrad``, ``Ftrl``, ``Adadelta``, ``ModelAverage``) raise
 ``UnimplementedError`` naming the class when made.
+
+``LARS_weight_decay=wd > 0`` scales each parameter's learning rate by LARS (Fluid's
+``append_LARS``): ``lr * ||param|| / (||grad|| + wd * ||param||)``, computed by ops of the main
+program (role Optimize) every step.
 """
 
 from .. import _native
@@ -52,8 +56,8 @@ __all__ = [
 
 
 class UnimplementedError(_native.Error, NotImplementedError):
-    """A Fluid feature chanflow does not have (an optimiser without kernels, a LARS weight
-    decay): a ``chanflow.Error`` and a ``NotImplementedError``."""
+    """A Fluid feature chanflow does not have (an optimiser without kernels): a
+    ``chanflow.Error`` and a ``NotImplementedError``."""
 
 
 class Optimizer(object):
@@ -72,16 +76,17 @@ class Optimizer(object):
         ):
             raise TypeError("%s: learning_rate must be a float or a Variable, got %r"
                             % (cls, learning_rate))
-        if LARS_weight_decay:
-            raise UnimplementedError(
-                "%s: LARS_weight_decay=%r is not supported (chanflow has no LARS learning-rate "
-                "scaling); leave it 0.0" % (cls, LARS_weight_decay)
-            )
+        if not isinstance(LARS_weight_decay, (float, int)) or isinstance(LARS_weight_decay, bool) \
+                or LARS_weight_decay < 0:
+            raise TypeError("%s: LARS_weight_decay must be a float >= 0, got %r"
+                            % (cls, LARS_weight_decay))
+        self._LARS_weight_decay = float(LARS_weight_decay)
         self._learning_rate = learning_rate
         self.regularization = regularization
         self._name = name
         self._learning_rate_map = {}
         self._accumulators = {}
+        self._lars_lr = {}  # parameter name -> its LARS-scaled learning-rate Variable
         self.helper = None
 
     def _global_learning_rate(self, program=None):
@@ -110,6 +115,9 @@ class Optimizer(object):
 
     def _create_param_lr(self, param_and_grad):
         param = param_and_grad[0]
+        lars = self._lars_lr.get(param.name)
+        if lars is not None:
+            return lars
         factor = param.optimize_attr.get("learning_rate", 1.0)
         lr = self._global_learning_rate()
         if factor == 1.0:
@@ -158,6 +166,32 @@ class Optimizer(object):
     def _create_accumulators(self, block, parameters):
         pass
 
+    def _append_lars(self, block, parameters_and_grads):
+        """LARS (You, Gitman & Ginsburg 2017), as Fluid's ``append_LARS``: each parameter's
+        learning rate becomes ``lr * f * ||param|| / (||grad|| + wd * ||param||)`` (``f`` the
+        ``ParamAttr`` factor, ``wd`` = ``LARS_weight_decay``, L2 norms over every element),
+        computed by ops each step before the updates. A parameter whose norm is 0 (a bias
+        initialised to 0) gets learning rate 0, and 0/0 (parameter and gradient both 0) is
+        NaN, as in Fluid."""
+        from .layers import nn
+
+        wd = self._LARS_weight_decay
+        lr = self._global_learning_rate()
+        first = len(block.ops)
+        for param, grad in parameters_and_grads:
+            if grad is None or not param.trainable:
+                continue
+            with block.program._optimized_guard([param, grad]):
+                param_norm = nn.sqrt(nn.reduce_sum(nn.square(param)))
+                grad_norm = nn.sqrt(nn.reduce_sum(nn.square(grad)))
+                balance = nn.elementwise_add(
+                    grad_norm, param_norm if wd == 1.0 else nn.scale(param_norm, scale=wd))
+                factor = param.optimize_attr.get("learning_rate", 1.0)
+                base = lr if factor == 1.0 else nn.scale(lr, scale=float(factor))
+                self._lars_lr[param.name] = nn.elementwise_div(
+                    nn.elementwise_mul(base, param_norm), balance)
+        return block.ops[first:]
+
     def _append_optimize_op(self, block, param_and_grad):
         raise NotImplementedError()
 
@@ -173,6 +207,8 @@ class Optimizer(object):
             self._create_accumulators(block, params)
             self._create_global_learning_rate()
             ops = []
+            if self._LARS_weight_decay > 0.0:
+                ops.extend(self._append_lars(block, parameters_and_grads))
             for param_and_grad in parameters_and_grads:
                 if param_and_grad[1] is None or not param_and_grad[0].trainable:
                     continue
