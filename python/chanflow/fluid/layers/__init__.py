@@ -1,6 +1,6 @@
 """Fluid's layers (``fluid.layers.*``): control flow, tensors, data, neural-network layers."""
 
-from . import control_flow, io, nn, tensor
+from . import control_flow, device, io, nn, tensor
 from .control_flow import *  # noqa: F401,F403
 from .io import *  # noqa: F401,F403
 from .nn import *  # noqa: F401,F403

@@ -19,9 +19,10 @@ block's variables it writes (the condition included), and a ``STEP_SCOPES`` vari
 
 from .. import core
 from .. import framework
+from .. import unique_name
 from ..layer_helper import LayerHelper
 
-__all__ = ["BlockGuard", "While", "increment", "less_than", "equal", "Print"]
+__all__ = ["BlockGuard", "While", "ParallelDo", "increment", "less_than", "equal", "Print"]
 
 VarType = core.VarDesc.VarType
 
@@ -150,6 +151,176 @@ class While(object):
             outputs={"Out": out_vars, "StepScopes": [step_scope]},
             attrs={"sub_block": while_block, "is_test": self.is_test},
         )
+
+
+class ParallelDoGuard(BlockGuard):
+    """``with pd.do():``: the body's layers describe what one place computes."""
+
+    def __init__(self, parallel_do):
+        super(ParallelDoGuard, self).__init__(parallel_do.helper.main_program)
+        self.parallel_do = parallel_do
+
+    def __enter__(self):
+        if self.parallel_do.status != ParallelDo.BEFORE_PARALLEL_DO_BLOCK:
+            raise ValueError("ParallelDo: do() may be entered once per ParallelDo")
+        self.parallel_do.status = ParallelDo.IN_PARALLEL_DO_BLOCK
+        return super(ParallelDoGuard, self).__enter__()
+
+    def __exit__(self, exc_type, exc_val, exc_tb):
+        try:
+            if exc_type is None:
+                self._check_current("ParallelDo")
+        except BaseException:
+            self._leave()
+            raise
+        self._leave()
+        if exc_type is None:
+            self.parallel_do._complete(self._block)
+        return False
+
+
+class ParallelDo(object):
+    """Fluid's ``ParallelDo(places)``: the body of ``with pd.do():`` run once per place on a
+    slice of the batch::
+
+        places = fluid.layers.device.get_places()
+        pd = ParallelDo(places)
+        with pd.do():
+            x_ = pd.read_input(x)                 # this place's rows of x
+            loss = fluid.layers.mean(net(x_))
+            pd.write_output(loss)
+        loss = fluid.layers.mean(pd())            # the places' losses, concatenated
+
+    ``read_input(var)`` splits ``var`` along dimension 0 into ``len(places)`` equal parts (a
+    batch whose size the place count does not divide raises ``chanflow.ShapeError`` at run
+    time); ``write_output(var)`` gathers the places' values of ``var`` by ``concat`` along
+    dimension 0, in place order; ``pd()`` returns the gathered outputs (one Variable, or a
+    list for several). Parameters are shared by the places: their gradients are the sum of
+    the places' gradients, added by ``append_backward`` in a fixed order, so results do not
+    depend on scheduling.
+
+    chanflow expands the body into the enclosing block, once per place, when the ``with``
+    ends (the variables of the body are renamed ``<name>.place_<i>``): the places run one
+    after another inside one run, not concurrently on green threads as Fluid ran them on
+    devices. A body with control flow (a nested block) raises ``ValueError``; the body's own
+    variables are not usable outside it (use ``write_output``). ``use_nccl`` must be False.
+    """
+
+    BEFORE_PARALLEL_DO_BLOCK = 0
+    IN_PARALLEL_DO_BLOCK = 1
+    AFTER_PARALLEL_DO_BLOCK = 2
+
+    def __init__(self, places, use_nccl=False, name=None):
+        if use_nccl:
+            raise ValueError("ParallelDo: use_nccl=True needs GPUs; chanflow has none")
+        try:
+            n = len(places)
+        except TypeError:
+            raise TypeError("ParallelDo: places must be a list of places (get_places()), got %r"
+                            % (places,))
+        if n < 1:
+            raise ValueError("ParallelDo: places is empty")
+        for p in places:
+            if not isinstance(p, core.CPUPlace):
+                raise TypeError("ParallelDo: every place must be a CPUPlace, got %r" % (p,))
+        self.helper = LayerHelper("parallel_do", name=name)
+        self.places = places
+        self.num_places = n
+        self.status = ParallelDo.BEFORE_PARALLEL_DO_BLOCK
+        self._inputs = []  # (outer variable, variable of the body)
+        self._outputs = []  # variables of the body
+        self._results = None
+
+    def do(self):
+        return ParallelDoGuard(self)
+
+    def _check_in_block(self, what):
+        if self.status != ParallelDo.IN_PARALLEL_DO_BLOCK:
+            raise ValueError("ParallelDo.%s must be called inside 'with pd.do():'" % what)
+
+    def read_input(self, var):
+        """A variable of the body holding this place's part of ``var`` (split along dim 0)."""
+        self._check_in_block("read_input")
+        _check_variable(var, "read_input's argument", "ParallelDo")
+        shape = list(var.shape)
+        if shape and shape[0] > 0:
+            if shape[0] % self.num_places:
+                raise ValueError(
+                    "ParallelDo.read_input: dim 0 of '%s' (%d) does not split into %d equal "
+                    "parts" % (var.name, shape[0], self.num_places))
+            shape[0] //= self.num_places
+        block = self.helper.main_program.current_block()
+        inner = block.create_var(
+            name=unique_name.generate("parallel_do_input"),
+            type=var.type,
+            dtype=var.dtype,
+            shape=shape or None,
+            lod_level=var.lod_level,
+            stop_gradient=var.stop_gradient,
+        )
+        self._inputs.append((var, inner))
+        return inner
+
+    def write_output(self, var):
+        """Gathers ``var`` (a variable the body writes) over the places."""
+        self._check_in_block("write_output")
+        _check_variable(var, "write_output's argument", "ParallelDo")
+        self._outputs.append(var)
+
+    def __call__(self, *args, **kwargs):
+        if self.status != ParallelDo.AFTER_PARALLEL_DO_BLOCK:
+            raise ValueError("ParallelDo: outputs can only be retrieved after the do() block")
+        if not self._results:
+            raise ValueError("ParallelDo has no output (call write_output in the block)")
+        return self._results[0] if len(self._results) == 1 else list(self._results)
+
+    def _complete(self, body):
+        from .nn import split
+        from .tensor import concat
+
+        program = self.helper.main_program
+        if program.blocks[-1] is not body:
+            raise ValueError("ParallelDo: the body opened nested blocks (control flow), which "
+                             "chanflow's ParallelDo does not support")
+        program.blocks.pop()
+        program._bump()
+        parent = program.current_block()
+        n = self.num_places
+        renames = [dict() for _ in range(n)]
+        for outer, inner in self._inputs:
+            parts = split(outer, n, dim=0) if n > 1 else [outer]
+            for i, part in enumerate(parts):
+                part.stop_gradient = outer.stop_gradient
+                renames[i][inner.name] = part.name
+        for i in range(n):
+            ren = renames[i]
+            for name, v in body.vars.items():
+                if name in ren:
+                    continue
+                new = "%s.place_%d" % (name, i)
+                parent.create_var(
+                    name=new, type=v.type, dtype=v.dtype, shape=v.shape or None,
+                    lod_level=v.lod_level, persistable=v.persistable,
+                    stop_gradient=v.stop_gradient)
+                ren[name] = new
+            for op in body.ops:
+                for value in op._attrs.values():
+                    if isinstance(value, framework.Block):
+                        raise ValueError("ParallelDo: op '%s' of the body has a block "
+                                         "attribute (control flow is not supported)" % op.type)
+                parent.append_op(
+                    type=op.type,
+                    inputs={k: [ren.get(a, a) for a in args] for k, args in op._inputs.items()},
+                    outputs={k: [ren.get(a, a) for a in args] for k, args in op._outputs.items()},
+                    attrs=dict(op._attrs),
+                )
+        results = []
+        for var in self._outputs:
+            per_place = [parent.var_recursive(renames[i].get(var.name, var.name))
+                         for i in range(n)]
+            results.append(concat(per_place, axis=0))
+        self._results = results
+        self.status = ParallelDo.AFTER_PARALLEL_DO_BLOCK
 
 
 def increment(x, value=1.0, in_place=True):
