@@ -138,12 +138,10 @@ Net build_net() {
     }
   }
   for (const auto& [param, grad] : r.params_and_grads) {
-    const std::vector<int64_t>& shape = [&]() -> const std::vector<int64_t>& {
-      for (const Param& p : params()) {
-        if (p.name == param) return p.shape;
-      }
-      return params()[0].shape;
-    }();
+    std::vector<int64_t> shape;
+    for (const Param& p : params()) {
+      if (p.name == param) shape = p.shape;
+    }
     const std::string m1 = param + ".moment1", m2 = param + ".moment2";
     const std::string b1 = param + ".beta1_pow", b2 = param + ".beta2_pow";
     for (const std::string& n : {m1, m2}) {
