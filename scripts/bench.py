@@ -549,7 +549,7 @@ class Sources:
 
     def src_fluid_book(self):
         """The Fluid book models' training steps: python_bench.py fluid-book (chanflow.fluid,
-        fluid.Executor.run; keys book_<m>_run, _feeder_run, _feeder, _native_run) against
+        fluid.Executor.run; keys book_<m>_run, _feeder_run, _feeder, _native_run, _wrapper) against
         bench/peers/fluid_book_torch.py under each of BOOK_TORCH_RUNS (keys <run>:book_<m>), one
         repetition of each side in turn (chanflow first in even repetitions), OpenBLAS
         single-threaded on both sides; per repetition the best torch setting, torch_best:book_<m>.
@@ -603,11 +603,6 @@ class Sources:
                 for k in sorted(set(picks), key=picks.count, reverse=True)))
         if winners:
             self.versions["PyTorch's best setting per repetition (Fluid book)"] = "; ".join(winners)
-        # The Fluid wrapper's own cost per run: fluid.Executor.run - the native run, same program.
-        for m in BOOK_MODELS:
-            a, b = res.get(f"book_{m}_run"), res.get(f"book_{m}_native_run")
-            if a and b:
-                res[f"book_{m}_wrapper"] = [x - y for x, y in zip(a, b)]
         return res
 
     def src_tbb(self, threads):
@@ -819,8 +814,8 @@ def rows():
                 None, samples_per_s)
         add("training", f"Fluid book {what}, batch 64: per-batch Python overhead, DataFeeder.feed "
             "of 64 samples", ("fluid_book", f"book_{m}_feeder"), ("none",), "—", "us", None, us)
-        add("training", f"Fluid book {what}, batch 64: per-batch Python overhead, fluid wrapper "
-            "(fluid.Executor.run - native Executor.run)", ("fluid_book", f"book_{m}_wrapper"),
+        add("training", f"Fluid book {what}, batch 64: per-batch Python overhead, "
+            "fluid.Executor.run's own (native run stubbed out)", ("fluid_book", f"book_{m}_wrapper"),
             ("none",), "—", "us", None, us)
         add("training", f"Fluid book {what}, Adam step, batch 64: native chanflow.Executor.run",
             ("fluid_book", f"book_{m}_native_run"), best, label, "samples/s", None,
