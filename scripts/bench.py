@@ -15,12 +15,13 @@ gnuplot-nox) when they are missing (CHANFLOW_SKIP_BOOTSTRAP=1 skips it).
     python3 scripts/bench.py --quick      # smoke run: fewer repetitions, smaller counts
     python3 scripts/bench.py --only objects
     python3 scripts/bench.py --only python   # the Python module against the C++ call and PyTorch
-    python3 scripts/bench.py --only training # conv2d / nn.h kernels against PyTorch and memcpy
+    python3 scripts/bench.py --only training # conv2d / nn.h kernels, Fluid book models vs PyTorch
 
 Peers run in a fixed environment: Go under GOMAXPROCS=1/2/4 (compared with chanflow at the same
 worker count), Boost.Fiber with GLIBC_TUNABLES keeping freed stacks faulted in, OpenBLAS
 single-threaded; PyTorch (bench/peers/conv_torch.py, the training rows) under /usr/bin/python3 at 1
-and 2 threads, oneDNN on and off (TORCH_RUNS). The Python rows run bench/python/python_bench.py
+and 2 threads, oneDNN on and off (TORCH_RUNS; the Fluid book rows: bench/peers/fluid_book_torch.py
+against python_bench.py fluid-book, BOOK_TORCH_RUNS). The Python rows run bench/python/python_bench.py
 under /usr/bin/python3 (the interpreter the release preset builds chanflow._native for) against the
 module in build/release/python, and are n/a, saying why, when that module was not built. Nothing
 here edits a number: every figure comes from a program run.
@@ -47,6 +48,7 @@ HISTORY = ROOT / "docs" / "benchmarks_history.md"
 PYTHON = Path("/usr/bin/python3")  # CMakePresets.json builds chanflow._native for this one
 PY_BENCH = ROOT / "bench" / "python" / "python_bench.py"
 TORCH_CONV = ROOT / "bench" / "peers" / "conv_torch.py"
+TORCH_BOOK = ROOT / "bench" / "peers" / "fluid_book_torch.py"
 
 BOOST_ENV = {
     "GLIBC_TUNABLES": "glibc.malloc.trim_threshold=4000000000:glibc.malloc.mmap_threshold=4000000000"
@@ -76,6 +78,15 @@ TORCH_LABELS = {"torch1": "1 thread, oneDNN", "torch1_nodnnl": "1 thread, no one
                 "torch2": "2 threads, oneDNN", "torch2_nodnnl": "2 threads, no oneDNN",
                 "torch2_spin": "2 threads, oneDNN, default OMP wait policy"}
 LENET = ("LeNet1", "LeNet2")
+# The PyTorch settings of the Fluid book rows (fluid_book_torch.py), one process each: (key,
+# threads, environment, flags), compared as the best of them per repetition.
+BOOK_TORCH_RUNS = (
+    ("torch1", 1, {}, ()),
+    ("torch1_nodnnl", 1, {}, ("--no-mkldnn",)),
+    ("torch2", 2, {"OMP_WAIT_POLICY": "PASSIVE"}, ()),
+    ("torch2_nodnnl", 2, {"OMP_WAIT_POLICY": "PASSIVE"}, ("--no-mkldnn",)),
+)
+BOOK_MODELS = ("mlp", "cnn")
 
 
 def log(msg):
@@ -536,6 +547,64 @@ class Sources:
                     side()
         return res
 
+    def src_fluid_book(self):
+        """The Fluid book models' training steps: python_bench.py fluid-book (chanflow.fluid,
+        fluid.Executor.run; keys book_<m>_run, _feeder_run, _feeder, _native_run, _wrapper) against
+        bench/peers/fluid_book_torch.py under each of BOOK_TORCH_RUNS (keys <run>:book_<m>), one
+        repetition of each side in turn (chanflow first in even repetitions), OpenBLAS
+        single-threaded on both sides; per repetition the best torch setting, torch_best:book_<m>.
+        Values in ns per step."""
+        blas1 = {"OPENBLAS_NUM_THREADS": "1"}
+        res = {}
+
+        def chanflow_side():
+            out = self.python_bench("fluid-book", "--reps", 1, "--min-time",
+                                    self.args.min_time * 2)
+            for k, v in out.items():
+                if isinstance(v, list):
+                    res.setdefault(k, []).extend(v)
+                else:
+                    res[k] = v
+
+        def torch_side():
+            for key, threads, env, flags in BOOK_TORCH_RUNS:
+                try:
+                    out = run([PYTHON, TORCH_BOOK, "--threads", threads, "--min-time",
+                               self.args.min_time * 2, *flags], env={**blas1, **env})
+                except (RuntimeError, subprocess.TimeoutExpired) as e:
+                    for m in BOOK_MODELS:
+                        res[f"{key}:book_{m}!error"] = (
+                            f"fluid_book_torch.py ({TORCH_LABELS[key]}) failed: "
+                            + str(e).splitlines()[0])
+                    continue
+                for l in out.splitlines():
+                    if l.startswith("{"):
+                        d = json.loads(l)
+                        res.setdefault(f"{key}:{d['name']}", []).append(d["ms_per_step"] * 1e6)
+
+        for rep in range(self.reps):
+            sides = (chanflow_side, torch_side)
+            for side in sides if rep % 2 == 0 else sides[::-1]:
+                side()
+        winners = []
+        for m in BOOK_MODELS:
+            name = f"book_{m}"
+            have = [k for k, *_ in BOOK_TORCH_RUNS if f"{k}:{name}" in res]
+            if not have:
+                res[f"torch_best:{name}!error"] = next(
+                    (res[f"{k}:{name}!error"] for k, *_ in BOOK_TORCH_RUNS
+                     if f"{k}:{name}!error" in res), "no PyTorch figure")
+                continue
+            n = min(len(res[f"{k}:{name}"]) for k in have)
+            picks = [min(have, key=lambda k: res[f"{k}:{name}"][i]) for i in range(n)]
+            res[f"torch_best:{name}"] = [res[f"{k}:{name}"][i] for i, k in enumerate(picks)]
+            winners.append(f"{m}: " + ", ".join(
+                f"{TORCH_LABELS[k]} {picks.count(k)}/{n}"
+                for k in sorted(set(picks), key=picks.count, reverse=True)))
+        if winners:
+            self.versions["PyTorch's best setting per repetition (Fluid book)"] = "; ".join(winners)
+        return res
+
     def src_tbb(self, threads):
         exe = self.build_peer("tbb_flow_peer")
         return self.parse_results(run([exe, "--reps", self.reps, "--threads", threads, "--nodes",
@@ -716,6 +785,41 @@ def rows():
                 ("training", f"cf:BM_Conv2dLeNet{n}{kind}"),
                 ("training", f"torch_best1:BM_Conv2dLeNet{n}{kind}"),
                 "PyTorch 1 thread, best of oneDNN on/off", "calls/s", None, steps)
+    # The Fluid book models (Paddle's test_recognize_digits.py: the MLP and the CNN with
+    # batch_norm), one Adam training step at batch 64 through fluid.Executor.run from Python
+    # (python_bench.py fluid-book), against the same models, loss, optimizer and initialisation
+    # in PyTorch (bench/peers/fluid_book_torch.py) at its best of 1/2 threads, oneDNN on/off, per
+    # repetition. Target >= 1 x PyTorch for the step with a prepared feed; the step with
+    # DataFeeder.feed, the feeder alone and the Fluid wrapper's cost are reported for context.
+    def samples_per_s(ns):
+        return 64e9 / ns
+
+    def us(ns):
+        return ns / 1e3
+
+    for m, what in (("mlp", "MLP 784-200-200-10"), ("cnn", "CNN conv-pool 20, batch_norm, "
+                                                            "conv-pool 50, fc 10")):
+        best = ("fluid_book", f"torch_best:book_{m}")
+        label = "PyTorch best of 1/2 threads, oneDNN on/off"
+        add("training", f"Fluid book {what}, Adam step, batch 64: fluid.Executor.run, "
+            "prepared NumPy feed", ("fluid_book", f"book_{m}_run"), best, label, "samples/s",
+            (">=", 1.0), samples_per_s)
+        add("training", f"Fluid book {what}, Adam step, batch 64: DataFeeder.feed + "
+            "fluid.Executor.run", ("fluid_book", f"book_{m}_feeder_run"), best, label,
+            "samples/s", None, samples_per_s)
+        for key in ("torch1", "torch2"):
+            add("training", f"Fluid book {what}, Adam step, batch 64: fluid.Executor.run, "
+                "prepared NumPy feed", ("fluid_book", f"book_{m}_run"),
+                ("fluid_book", f"{key}:book_{m}"), f"PyTorch {TORCH_LABELS[key]}", "samples/s",
+                None, samples_per_s)
+        add("training", f"Fluid book {what}, batch 64: per-batch Python overhead, DataFeeder.feed "
+            "of 64 samples", ("fluid_book", f"book_{m}_feeder"), ("none",), "—", "us", None, us)
+        add("training", f"Fluid book {what}, batch 64: per-batch Python overhead, "
+            "fluid.Executor.run's own (native run stubbed out)", ("fluid_book", f"book_{m}_wrapper"),
+            ("none",), "—", "us", None, us)
+        add("training", f"Fluid book {what}, Adam step, batch 64: native chanflow.Executor.run",
+            ("fluid_book", f"book_{m}_native_run"), best, label, "samples/s", None,
+            samples_per_s)
     # Peak memory: how much the peak RSS grows over five forward + backward passes at batch 64
     # after a warm-up pass at batch 16, one process per figure (conv_bench --rss=, conv_torch.py
     # --rss). Target: chanflow <= torch (default settings: oneDNN).

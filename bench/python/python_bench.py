@@ -7,6 +7,7 @@ RESULT lines (``RESULT <key> ns <one value per repetition>``) like the peers' pr
     ... python_bench.py dlpack --reps 5 --min-time 0.1
     ... python_bench.py graph --reps 5 --min-time 0.5
     ... python_bench.py chan --reps 5 --min-time 0.5
+    ... python_bench.py fluid-book --reps 5 --min-time 0.5
     ... python_bench.py write-program bench/exec/ten_ops.pbtxt
 
 ``exec``: ``Executor.run`` of the 10-op program bench/exec/ten_ops.pbtxt (fill_constant and nine
@@ -36,6 +37,24 @@ same ping-pong with ``put``/``get``). Measured with the first thread being Pytho
 (where chanflow's blocking calls also listen for Ctrl-C) and with both threads started by
 ``threading``. Keys ``chan_pingpong_<cf0|cf1|queue>_<main|threads>``.
 
+``fluid-book``: training steps of the models of Paddle's book test test_recognize_digits.py, built
+with ``chanflow.fluid`` and run by ``fluid.Executor.run``: ``mlp`` (784 -> fc 200 tanh -> fc 200
+tanh -> fc 10 softmax) and ``cnn`` (simple_img_conv_pool 20 5x5, pool 2, relu -> batch_norm ->
+simple_img_conv_pool 50 5x5, pool 2, relu -> fc 10 softmax), each with cross_entropy, mean and
+Adam (learning rate 0.001; the book's LARS weight decay and accuracy op left out, as in the
+PyTorch peer bench/peers/fluid_book_torch.py), at batch 64 on synthetic Fashion-MNIST-shaped
+data (float32 1x28x28 in [0, 1), int64 labels), fetching nothing. Per model and repetition:
+``book_<m>_run``, one ``Executor.run`` with a prepared ``{name: ndarray}`` feed;
+``book_<m>_feeder_run``, ``DataFeeder.feed`` of 64 (784-float32 array, int label) samples, as
+paddle.dataset readers yield them, then that run; ``book_<m>_feeder``, ``DataFeeder.feed``
+alone; ``book_<m>_native_run``, the same program through the native ``chanflow.Executor.run``
+(the program ``fluid`` converted, its scope, the same feed); ``book_<m>_wrapper``, the Fluid
+wrapper's own Python cost per ``fluid.Executor.run`` (its argument checks, feed conversion and
+scope lookup), timed directly with the native executor replaced by a stub that runs nothing (the
+difference of the two runs' times is smaller than their noise). Each value is the mean over at least ``--min-time`` seconds
+and 20 steps, after 5 warm-up steps; the four are interleaved, and the loss must fall over the
+warm-up and timed steps (else the program exits with an error).
+
 ``write-program``: writes the 10-op program as chanflow.fluid builds it (how ten_ops.pbtxt was
 made; ``exec`` checks that the file and the Fluid program are still the same program).
 
@@ -55,6 +74,7 @@ import numpy as np
 
 import chanflow
 from chanflow import fluid
+from chanflow.fluid import executor as fluid_executor
 from chanflow.fluid import layers
 
 SIZES = (1 << 10, 1 << 16, 1 << 22, 1 << 28)  # bytes: 1 KiB, 64 KiB, 4 MiB, 256 MiB
@@ -317,9 +337,118 @@ def bench_chan(args):
         result(key, values)
 
 
+BOOK_BATCH = 64
+
+
+class _NoRun:
+    """A native executor that runs nothing: fluid.Executor.run's own cost, alone."""
+
+    @staticmethod
+    def run(program, feed=None, fetch=None, timeout=None, scope=None):
+        return []
+
+
+def book_program(kind):
+    """The book model ``kind`` ("mlp" or "cnn") with its Adam step: (main, startup, loss)."""
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        img = layers.data(name="img", shape=[1, 28, 28], dtype="float32")
+        label = layers.data(name="label", shape=[1], dtype="int64")
+        if kind == "mlp":
+            hidden = layers.fc(input=img, size=200, act="tanh")
+            hidden = layers.fc(input=hidden, size=200, act="tanh")
+        else:
+            hidden = fluid.nets.simple_img_conv_pool(
+                input=img, filter_size=5, num_filters=20, pool_size=2, pool_stride=2, act="relu")
+            hidden = layers.batch_norm(hidden)
+            hidden = fluid.nets.simple_img_conv_pool(
+                input=hidden, filter_size=5, num_filters=50, pool_size=2, pool_stride=2,
+                act="relu")
+        prediction = layers.fc(input=hidden, size=10, act="softmax")
+        loss = layers.mean(layers.cross_entropy(input=prediction, label=label))
+        fluid.optimizer.Adam(learning_rate=0.001).minimize(loss)
+    return main, startup, img, label, loss
+
+
+def bench_fluid_book(args):
+    rng = np.random.default_rng(0)
+    images = rng.random((BOOK_BATCH, 784), dtype=np.float32)
+    labels = rng.integers(0, 10, BOOK_BATCH)
+    samples = [(images[i], int(labels[i])) for i in range(BOOK_BATCH)]
+    feed = {"img": images.reshape(BOOK_BATCH, 1, 28, 28),
+            "label": labels.astype(np.int64).reshape(BOOK_BATCH, 1)}
+    models = {}
+    for kind in ("mlp", "cnn"):
+        main, startup, img, label, loss = book_program(kind)
+        exe = fluid.Executor(fluid.CPUPlace())
+        scope = fluid.core.Scope()
+        exe.run(startup, scope=scope)
+        feeder = fluid.DataFeeder(feed_list=[img, label], place=fluid.CPUPlace(), program=main)
+        first = float(exe.run(main, feed=feed, fetch_list=[loss], scope=scope)[0])
+        native_program, native_scope = main._native_program(), scope.native
+        native_exe = chanflow.Executor()
+
+        def run(n, exe=exe, main=main, scope=scope):
+            for _ in range(n):
+                exe.run(main, feed=feed, scope=scope)
+
+        def feeder_run(n, exe=exe, main=main, scope=scope, feeder=feeder):
+            for _ in range(n):
+                exe.run(main, feed=feeder.feed(samples), scope=scope)
+
+        def feeder_only(n, feeder=feeder):
+            for _ in range(n):
+                feeder.feed(samples)
+
+        def native_run(n, native_exe=native_exe, program=native_program, scope=native_scope):
+            for _ in range(n):
+                native_exe.run(program, feed=feed, fetch=[], scope=scope)
+
+        def wrapper(n, exe=exe, main=main, scope=scope):
+            real = fluid_executor._native_executor
+            fluid_executor._native_executor = lambda: _NoRun
+            try:
+                for _ in range(n):
+                    exe.run(main, feed=feed, scope=scope)
+            finally:
+                fluid_executor._native_executor = real
+
+        models[kind] = dict(fns=(("run", run), ("feeder_run", feeder_run),
+                                 ("feeder", feeder_only), ("native_run", native_run),
+                                 ("wrapper", wrapper)),
+                            first=first, loss=loss, exe=exe, main=main, scope=scope)
+
+    def steps(fn, min_time):
+        fn(5)
+        n, t0 = 0, time.perf_counter()
+        while True:
+            fn(4)
+            n += 4
+            elapsed = time.perf_counter() - t0
+            if elapsed >= min_time and n >= 20:
+                return elapsed / n
+
+    values = {}
+    for _ in range(args.reps):
+        for kind, m in models.items():
+            for what, fn in m["fns"]:
+                values.setdefault("book_%s_%s" % (kind, what), []).append(
+                    steps(fn, args.min_time))
+    for kind, m in models.items():
+        last = float(m["exe"].run(m["main"], feed=feed, fetch_list=[m["loss"]],
+                                  scope=m["scope"])[0])
+        if not last < m["first"]:
+            sys.exit("python_bench: fluid-book %s: the loss did not fall (%g -> %g)"
+                     % (kind, m["first"], last))
+        print("# %s loss %.4f -> %.4f" % (kind, m["first"], last), flush=True)
+    for key, v in values.items():
+        result(key, v)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("mode", choices=("exec", "dlpack", "graph", "chan", "write-program"))
+    ap.add_argument("mode", choices=("exec", "dlpack", "graph", "chan", "fluid-book",
+                                         "write-program"))
     ap.add_argument("path", nargs="?", help="write-program: the file to write")
     ap.add_argument("--reps", type=int, default=5, help="repetitions (one value each)")
     ap.add_argument("--min-time", type=float, default=0.5,
@@ -344,7 +473,8 @@ def main():
         except ImportError:
             versions += ", no torch"
     print("# python3 %s" % versions, flush=True)
-    {"exec": bench_exec, "dlpack": bench_dlpack, "graph": bench_graph, "chan": bench_chan}[
+    {"exec": bench_exec, "dlpack": bench_dlpack, "graph": bench_graph, "chan": bench_chan,
+     "fluid-book": bench_fluid_book}[
         args.mode](args)
 
 
