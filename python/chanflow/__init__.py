@@ -143,3 +143,14 @@ del _name, _native_module, _builtins
 from chanflow._batch import batch  # noqa: E402
 from chanflow import reader  # noqa: E402,F401
 from chanflow import dataset  # noqa: E402,F401
+
+
+def __getattr__(name):
+    """``chanflow.fluid`` after a plain ``import chanflow`` (as ``paddle.fluid`` after
+    ``import paddle``), imported on first access so ``import chanflow`` does not pay for it and
+    chanflow.fluid's own ``import chanflow`` makes no cycle."""
+    if name == "fluid":
+        import importlib
+
+        return importlib.import_module("chanflow.fluid")
+    raise AttributeError("module 'chanflow' has no attribute %r" % (name,))

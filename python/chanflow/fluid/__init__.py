@@ -22,6 +22,7 @@ from . import nets
 from . import concurrency
 from . import executor
 from . import io
+from . import parallel_executor
 
 from .core import CPUPlace, CUDAPlace
 from .framework import (
@@ -49,6 +50,7 @@ from .concurrency import (
 )
 from .layer_helper import LayerHelper
 from .data_feeder import DataFeeder
+from .parallel_executor import ParallelExecutor, ExecutionStrategy, BuildStrategy
 
 __all__ = (
     framework.__all__
@@ -56,5 +58,6 @@ __all__ = (
     + concurrency.__all__
     + ["core", "layers", "unique_name", "layer_helper", "CPUPlace", "CUDAPlace", "LayerHelper", "io"]
     + ["initializer", "regularizer", "param_attr", "backward", "optimizer", "nets"]
-    + ["ParamAttr", "WeightNormParamAttr"]
+    + ["ParamAttr", "WeightNormParamAttr", "DataFeeder"]
+    + parallel_executor.__all__
 )

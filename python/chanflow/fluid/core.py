@@ -23,7 +23,7 @@ import numpy as np
 from .. import _native
 
 __all__ = ["VarDesc", "CPUPlace", "CUDAPlace", "Scope", "LoDTensor", "is_compiled_with_cuda",
-           "UnavailableError"]
+           "UnavailableError", "EOFException"]
 
 
 class _VarType(enum.IntEnum):
@@ -105,6 +105,12 @@ def is_compiled_with_cuda():
 class UnavailableError(_native.Error, RuntimeError):
     """A device chanflow does not have (``CUDAPlace``) was asked to run a program: a
     ``chanflow.Error`` and a ``RuntimeError``."""
+
+
+class EOFException(_native.Error, EOFError):
+    """Raised by ``Executor.run`` (and ``ParallelExecutor.run``) when a ``layers.py_reader``
+    the program reads from has no batch left: the pass is over. ``reader.reset()`` then
+    ``reader.start()`` begin the next one. A ``chanflow.Error`` and an ``EOFError``."""
 
 
 class CUDAPlace(object):

@@ -184,9 +184,22 @@ class Executor(object):
         native_scope = None
         if _has_persistable_tensors(program):
             native_scope = (global_scope() if scope is None else scope).native
-        outs = _native_executor().run(
-            native_program, feed=feed_dict, fetch=fetch, timeout=timeout, scope=native_scope
-        )
+        readers = _py_readers(program)
+        channels = {}
+        for r in readers:
+            channels.update(r._bindings())
+        try:
+            outs = _native_executor().run(
+                native_program, feed=feed_dict, fetch=fetch, timeout=timeout, scope=native_scope,
+                channels=channels or None,
+            )
+        except _native.ChannelClosedError as e:
+            # A py_reader's eof channel is always closed: the program sends on it when the pass
+            # is over (see layers.io.PyReader).
+            for r in readers:
+                if "'%s'" % r.eof_var_name in str(e):
+                    r._raise_end(e)
+            raise
         if return_numpy:
             for i, t in enumerate(outs):
                 if isinstance(t, _native.Channel):
@@ -231,6 +244,20 @@ def _feed_name(program, key):
     if isinstance(key, str):
         return key
     raise TypeError("Executor.run: feed keys must be variable names or Variables, got %r" % (key,))
+
+
+def _py_readers(program):
+    """The ``layers.py_reader`` readers whose channel variables block 0 of ``program``
+    declares, each once."""
+    from .layers import io as layers_io
+
+    found = []
+    for v in program.global_block().vars.values():
+        if v.type == core.VarDesc.VarType.CHANNEL:
+            r = layers_io.reader_of_var(v.name)
+            if r is not None and r not in found:
+                found.append(r)
+    return found
 
 
 def _has_persistable_tensors(program):
