@@ -13,7 +13,11 @@ import pytest
 
 from fashion_mnist_helpers import accuracy, needs_dataset, shuffled_batches, train_and_test
 
-pytestmark = needs_dataset
+# Under AddressSanitizer the instrumented kernels make three epochs outlast the test's timeout;
+# the release run checks the accuracy, ASan the same code paths in the shorter Fluid tests.
+pytestmark = [needs_dataset,
+              pytest.mark.skipif(os.environ.get("CHANFLOW_ASAN") == "1",
+                                 reason="three CNN epochs outlast the timeout under ASan")]
 
 
 @pytest.fixture(scope="module")
