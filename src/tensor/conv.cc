@@ -231,24 +231,9 @@ Tiling plan_tiles(const Geom& g, int64_t itemsize, const KernelOptions& o, const
   return t;
 }
 
-// Calls between_chunks before a tile that would take the work since the last call past one chunk.
-class Chunker {
- public:
-  explicit Chunker(const KernelOptions& o)
-      : o_(o), chunk_(std::max<int64_t>(1, o.chunk_elements)) {}
-  void before(int64_t work) {
-    if (o_.between_chunks && done_ > 0 && done_ + work > chunk_) {
-      o_.between_chunks();
-      done_ = 0;
-    }
-    done_ += work;
-  }
-
- private:
-  const KernelOptions& o_;
-  int64_t chunk_;
-  int64_t done_ = 0;
-};
+// Chunker (internal.h) calls between_chunks before a piece of work (a tile, an output row)
+// that would take the work since its last call past one chunk.
+using detail::Chunker;
 
 template <class T>
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,

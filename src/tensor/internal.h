@@ -20,6 +20,26 @@ inline KernelOptions chunking_only(const KernelOptions& opts) {
   o.chunk_elements = opts.chunk_elements;
   return o;
 }
+// Splits a kernel's work into chunks of about opts.chunk_elements units: before() calls
+// opts.between_chunks before a piece that would take the work since the last call past one
+// chunk (never before the first piece, never splitting a piece). `opts` must outlive it.
+class Chunker {
+ public:
+  explicit Chunker(const KernelOptions& o)
+      : o_(o), chunk_(o.chunk_elements > 1 ? o.chunk_elements : 1) {}
+  void before(int64_t work) {
+    if (o_.between_chunks && done_ > 0 && done_ + work > chunk_) {
+      o_.between_chunks();
+      done_ = 0;
+    }
+    done_ += work;
+  }
+
+ private:
+  const KernelOptions& o_;
+  int64_t chunk_;
+  int64_t done_ = 0;
+};
 // Throws Error naming `op` when t is null.
 void require_defined(const Tensor& t, const char* op);
 

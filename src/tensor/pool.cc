@@ -128,25 +128,9 @@ inline int64_t divisor(const PoolGeom& g, const Window& win) {
   return g.exclusive ? (win.h1 - win.h0) * (win.w1 - win.w0) : g.kh * g.kw;
 }
 
-// Calls between_chunks before an output row that would take the input elements read since the
-// last call past one chunk.
-class Chunker {
- public:
-  explicit Chunker(const KernelOptions& o)
-      : o_(o), chunk_(std::max<int64_t>(1, o.chunk_elements)) {}
-  void before(int64_t work) {
-    if (o_.between_chunks && done_ > 0 && done_ + work > chunk_) {
-      o_.between_chunks();
-      done_ = 0;
-    }
-    done_ += work;
-  }
-
- private:
-  const KernelOptions& o_;
-  int64_t chunk_;
-  int64_t done_ = 0;
-};
+// Chunker (internal.h) calls between_chunks before a piece of work (a tile, an output row)
+// that would take the work since its last call past one chunk.
+using detail::Chunker;
 
 template <class T>
 void pool_forward(const PoolGeom& g, const T* x, T* out, const KernelOptions& o) {
