@@ -16,12 +16,15 @@ gnuplot-nox) when they are missing (CHANFLOW_SKIP_BOOTSTRAP=1 skips it).
     python3 scripts/bench.py --only objects
     python3 scripts/bench.py --only python   # the Python module against the C++ call and PyTorch
     python3 scripts/bench.py --only training # conv2d / nn.h kernels, Fluid book models vs PyTorch
+    python3 scripts/bench.py --only fashion  # train_fashion / train_digits runs vs PyTorch
 
 Peers run in a fixed environment: Go under GOMAXPROCS=1/2/4 (compared with chanflow at the same
 worker count), Boost.Fiber with GLIBC_TUNABLES keeping freed stacks faulted in, OpenBLAS
 single-threaded; PyTorch (bench/peers/conv_torch.py, the training rows) under /usr/bin/python3 at 1
 and 2 threads, oneDNN on and off (TORCH_RUNS; the Fluid book rows: bench/peers/fluid_book_torch.py
-against python_bench.py fluid-book, BOOK_TORCH_RUNS). The Python rows run bench/python/python_bench.py
+against python_bench.py fluid-book, BOOK_TORCH_RUNS; the fashion rows: whole training runs of
+examples/train_fashion and train_digits against bench/peers/fashion_torch.py, FASHION_TORCH_RUNS,
+including runs beside a busy loop and two training processes at once). The Python rows run bench/python/python_bench.py
 under /usr/bin/python3 (the interpreter the release preset builds chanflow._native for) against the
 module in build/release/python, and are n/a, saying why, when that module was not built. Nothing
 here edits a number: every figure comes from a program run.
@@ -49,13 +52,16 @@ PYTHON = Path("/usr/bin/python3")  # CMakePresets.json builds chanflow._native f
 PY_BENCH = ROOT / "bench" / "python" / "python_bench.py"
 TORCH_CONV = ROOT / "bench" / "peers" / "conv_torch.py"
 TORCH_BOOK = ROOT / "bench" / "peers" / "fluid_book_torch.py"
+TORCH_FASHION = ROOT / "bench" / "peers" / "fashion_torch.py"
+TRAIN_FASHION = BUILD / "examples" / "train_fashion"
+TRAIN_DIGITS = BUILD / "examples" / "train_digits"
 
 BOOST_ENV = {
     "GLIBC_TUNABLES": "glibc.malloc.trim_threshold=4000000000:glibc.malloc.mmap_threshold=4000000000"
 }
 WORKERS = (1, 2, 4)
 AREAS = ("channels", "select", "green threads", "scaling", "objects", "tensor", "training",
-         "graph", "executor", "python")
+         "fashion", "graph", "executor", "python")
 # bench/tensor/ binaries the training area runs (its own source, src_training), not the tensor one.
 TRAINING_EXES = ("chanflow_conv_bench", "chanflow_nn_bench")
 # The PyTorch settings the training rows time, one process each: (key, threads, environment,
@@ -87,20 +93,47 @@ BOOK_TORCH_RUNS = (
     ("torch2_nodnnl", 2, {"OMP_WAIT_POLICY": "PASSIVE"}, ("--no-mkldnn",)),
 )
 BOOK_MODELS = ("mlp", "cnn")
+# The fashion area: whole training runs of examples/train_fashion and examples/train_digits
+# against bench/peers/fashion_torch.py. PyTorch's settings per model, a process each: (key,
+# threads, flags); OPENBLAS_NUM_THREADS and OMP_NUM_THREADS = threads (its Linear layers' products
+# run in OpenBLAS, whose threads are the parallelism there), OMP_WAIT_POLICY=PASSIVE at 2 threads
+# (see TORCH_RUNS). oneDNN on/off only for the CNN: torch 1.13 does not route float32 Linear
+# layers through oneDNN, so for the MLPs the flag changes nothing (the same weights bit for bit).
+FASHION_TORCH_RUNS = {
+    "mlp": (("torch1", 1, ()), ("torch2", 2, ())),
+    "cnn": (("torch1", 1, ()), ("torch1_nodnnl", 1, ("--no-mkldnn",)),
+            ("torch2", 2, ()), ("torch2_nodnnl", 2, ("--no-mkldnn",))),
+    "digits": (("torch1", 1, ()), ("torch2", 2, ())),
+}
+FASHION_TARGET_ACCURACY = {"mlp": 0.88, "cnn": 0.90}
+
+
+def fashion_label(model, key):
+    """A fashion area PyTorch setting in words (oneDNN named only where it is a choice)."""
+    return TORCH_LABELS[key] if model == "cnn" else f"{key[-1]} thread{'s' * (key[-1] != '1')}"
+
+# The busy core of the contention rows: a Python busy loop, started and killed by this script.
+HOG = (str(PYTHON), "-c", "while True: pass")
 
 
 def log(msg):
     print(f"[bench] {msg}", file=sys.stderr, flush=True)
 
 
-def run(cmd, env=None, cwd=None, timeout=3600):
-    """Runs a command, returns stdout; raises with its stderr on failure."""
+def merged_env(env):
+    """os.environ with `env` applied (a value of None removes that variable)."""
     full_env = dict(os.environ)
-    for k, v in (env or {}).items():  # None: the variable is removed
+    for k, v in (env or {}).items():
         if v is None:
             full_env.pop(k, None)
         else:
-            full_env[k] = v
+            full_env[k] = str(v)
+    return full_env
+
+
+def run(cmd, env=None, cwd=None, timeout=3600):
+    """Runs a command, returns stdout; raises with its stderr on failure."""
+    full_env = merged_env(env)
     log("$ " + " ".join(str(c) for c in cmd) +
         ("" if not env else "   [" + " ".join(f"{k}={'(unset)' if v is None else v}"
                                               for k, v in env.items()) + "]"))
@@ -116,6 +149,11 @@ def run(cmd, env=None, cwd=None, timeout=3600):
 
 class Unavailable(Exception):
     """A source of numbers that cannot run here (its program does not exist yet, ...)."""
+
+
+class NotReached(Unavailable):
+    """A time-to-accuracy figure whose run ended before it reached the accuracy: a row's target
+    is not met when chanflow's is missing this way and its peer's is not."""
 
 
 # ------------------------------------------------------------------------------------------------
@@ -605,6 +643,307 @@ class Sources:
             self.versions["PyTorch's best setting per repetition (Fluid book)"] = "; ".join(winners)
         return res
 
+    # --- the fashion area: whole training runs (examples/train_fashion, train_digits) -----------
+
+    def build_examples(self):
+        """Builds train_fashion and train_digits (release preset), each only when CMake has its
+        target; returns {target: why it is missing} (empty when both are there)."""
+        if "examples" in self.built:
+            return self.built["examples"]
+        missing = {}
+        if not self.args.no_build:
+            run(["cmake", "--preset", "release"], cwd=ROOT)
+            help_out = run(["cmake", "--build", "--preset", "release", "--target", "help"],
+                           cwd=ROOT)
+            for t in ("train_fashion", "train_digits"):
+                if not re.search(rf"^{t}:", help_out, re.M):
+                    missing[t] = f"CMake has no target {t} (examples/{t} is not on this branch)"
+                    continue
+                try:
+                    run(["cmake", "--build", "--preset", "release", "-j2", "--target", t], cwd=ROOT)
+                except RuntimeError as e:
+                    missing[t] = f"{t} did not build: {str(e).splitlines()[0]}"
+        for t, exe in (("train_fashion", TRAIN_FASHION), ("train_digits", TRAIN_DIGITS)):
+            if t not in missing and not exe.exists():
+                missing[t] = f"{exe.relative_to(ROOT)} not built"
+        self.built["examples"] = missing
+        return missing
+
+    def training_jobs(self, jobs, timeout=3600):
+        """Runs the training processes `jobs` = [(name, cmd, env, metrics.json path)] all at once
+        (one job: on its own) and returns their metrics, in order, as train_fashion's schema
+        (train_digits' summary is mapped onto it). Raises RuntimeError naming the first failure."""
+        run_dir = OUT / "fashion"
+        run_dir.mkdir(parents=True, exist_ok=True)
+        procs = []
+        for name, cmd, env, path in jobs:
+            Path(path).unlink(missing_ok=True)
+            log(("$ " if len(jobs) == 1 else f"$ [{len(jobs)} at once] ")
+                + " ".join(str(c) for c in cmd)
+                + "   [" + " ".join(f"{k}={'(unset)' if v is None else v}"
+                                    for k, v in env.items()) + "]")
+            logs = (open(run_dir / f"{name}.stdout", "w"), open(run_dir / f"{name}.stderr", "w"))
+            procs.append((name, subprocess.Popen([str(c) for c in cmd], env=merged_env(env),
+                                                 stdout=logs[0], stderr=logs[1]), logs, path))
+        out = []
+        for name, p, logs, path in procs:
+            try:
+                rc = p.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+                rc = "timeout"
+            for f in logs:
+                f.close()
+            if rc != 0:
+                err = (run_dir / f"{name}.stderr").read_text().strip().splitlines()
+                raise RuntimeError(f"{name} failed ({rc}): {(err or [''])[-1][:300]}")
+            try:
+                m = json.loads(Path(path).read_text())
+            except (OSError, ValueError) as e:
+                raise RuntimeError(f"{name}: no readable metrics ({path}): {e}")
+            if "summary" in m:  # train_digits' metrics.json
+                s = m["summary"]
+                m = dict(model="mlp", test_accuracy=s["test_accuracy"],
+                         samples_per_s=s["samples_per_s"], seconds=s["train_seconds"],
+                         wall_seconds=s["wall_seconds"], peak_rss_kib=None,
+                         deadline_reached=s["deadline_reached"], per_epoch=m.get("epochs", []))
+            out.append(m)
+        return out
+
+    def src_fashion(self):
+        """The fashion area: Fashion-MNIST MLP and LeNet CNN trained by examples/train_fashion
+        (keys cf...), the digits MLP by examples/train_digits (cf:digits:w2), against
+        bench/peers/fashion_torch.py (keys torch...) under FASHION_TORCH_RUNS; samples/s from
+        each run's metrics.json (training samples / training seconds, evaluation excluded).
+
+        1. Throughput, fashion_reps repetitions (chanflow first in even ones, PyTorch first in odd
+           ones): cf:<m>:w<K> (MLP: 1 epoch; CNN: 1 epoch cut at --fashion-deadline seconds;
+           digits: train_digits' defaults), torch:<m>:<run>, per repetition the best torch run,
+           torch_best:<m>; peak RSS (VmHWM) cf_rss:<m> and torch_rss:<m> (the smallest of the
+           repetition's torch runs), KiB.
+        2. Time to accuracy, once: train_fashion and PyTorch's most frequent best setting train up
+           to fashion_epochs; the training seconds at the end of the first epoch whose test
+           accuracy reaches FASHION_TARGET_ACCURACY: cf_tta:<m>, torch_tta:<m> ('!notreached'
+           when the run ended first); test accuracy after epoch 1, cf_acc1:<m>, torch_acc1:<m>.
+        3. Contention, once per model: under a busy loop on one core (HOG), cf_hog:<m> and
+           torch_hog:<m> (best of 1 and 2 threads with the quiet winner's oneDNN choice); two
+           processes at once, each chanflow at 2 workers (each PyTorch at its quiet best
+           setting), the mean per process cf_pair:<m> / torch_pair:<m> and the slower one
+           cf_pair_min:<m>."""
+        a = self.args
+        missing = self.build_examples()
+        seed = 1
+        res = {}
+        notes = []
+        run_dir = OUT / "fashion"
+
+        def put(key, v):
+            res.setdefault(key, []).append(v)
+
+        def cf_job(name, model, workers, epochs, deadline):
+            path = run_dir / name / "metrics.json"
+            if model == "digits":
+                cmd = [TRAIN_DIGITS, "--workers", workers, "--seed", seed, "--no-trace",
+                       "--out-dir", path.parent]
+            else:
+                cmd = [TRAIN_FASHION, "--model", model, "--epochs", epochs, "--workers", workers,
+                       "--batch-size", 128, "--seed", seed, "--deadline", deadline,
+                       "--out-dir", path.parent, "--no-trace", "--quiet"]
+            # chanflow keeps OpenBLAS at 1 thread itself (tensor/blas.h) when the variable is unset.
+            return (name, cmd, {"OPENBLAS_NUM_THREADS": None, "OMP_NUM_THREADS": None}, path)
+
+        def torch_job(name, model, run_key, epochs, deadline, stop_at=0.0):
+            threads, flags = next((t, f) for k, t, f in FASHION_TORCH_RUNS[model] if k == run_key)
+            path = run_dir / f"{name}.json"
+            cmd = [PYTHON, TORCH_FASHION, "--threads", threads, "--seed", seed, "--out", path,
+                   "--quiet", *flags]
+            if model == "digits":
+                cmd += ["--dataset", "digits"]
+            else:
+                cmd += ["--model", model, "--epochs", epochs, "--deadline", deadline,
+                        "--target-accuracy", stop_at]
+            env = {"OPENBLAS_NUM_THREADS": str(threads), "OMP_NUM_THREADS": str(threads),
+                   "OMP_WAIT_POLICY": "PASSIVE" if threads > 1 else None}
+            return (name, cmd, env, path)
+
+        def cf_missing(model):
+            return missing.get("train_digits" if model == "digits" else "train_fashion")
+
+        def attempt(keys, jobs):
+            """The metrics of `jobs` run at once, or None after filing why under each key."""
+            try:
+                return self.training_jobs(jobs)
+            except (RuntimeError, OSError) as e:
+                for k in keys:
+                    res[k + "!error"] = str(e).splitlines()[0]
+                return None
+
+        quiet = (("mlp", 1, 0), ("cnn", 1, a.fashion_deadline), ("digits", None, None))
+
+        def chanflow_side(rep):
+            for model, epochs, deadline in quiet:
+                for w in ((2, 1) if model == "cnn" else (2,)):
+                    key = f"cf:{model}:w{w}"
+                    if cf_missing(model):
+                        res[key + "!error"] = res[f"cf_rss:{model}!error"] = cf_missing(model)
+                        continue
+                    got = attempt([key], [cf_job(f"cf_{model}_w{w}_r{rep}", model, w, epochs,
+                                                 deadline)])
+                    if got:
+                        put(key, got[0]["samples_per_s"])
+                        if w == 2 and got[0].get("peak_rss_kib"):
+                            put(f"cf_rss:{model}", got[0]["peak_rss_kib"])
+
+        def torch_side(rep):
+            if not PYTHON.exists():
+                for model, *_ in quiet:
+                    res[f"torch_best:{model}!error"] = f"{PYTHON} does not exist"
+                return
+            for model, epochs, deadline in quiet:
+                rss = []
+                for run_key, _, _ in FASHION_TORCH_RUNS[model]:
+                    key = f"torch:{model}:{run_key}"
+                    got = attempt([key], [torch_job(f"torch_{model}_{run_key}_r{rep}", model,
+                                                    run_key, epochs, deadline)])
+                    if got:
+                        put(key, got[0]["samples_per_s"])
+                        rss.append(got[0]["peak_rss_kib"])
+                        self.versions["PyTorch (fashion)"] = (
+                            f"torch {got[0]['torch']} ({PYTHON}), OpenBLAS and OpenMP at the "
+                            "torch thread count")
+                if rss:
+                    put(f"torch_rss:{model}", min(rss))
+
+        for rep in range(a.fashion_reps):
+            sides = (chanflow_side, torch_side)
+            for side in sides if rep % 2 == 0 else sides[::-1]:
+                side(rep)
+
+        best_run = {}
+        for model, *_ in quiet:
+            runs = [k for k, _, _ in FASHION_TORCH_RUNS[model] if f"torch:{model}:{k}" in res]
+            if not runs:
+                res.setdefault(f"torch_best:{model}!error", next(
+                    (res[f"torch:{model}:{k}!error"] for k, _, _ in FASHION_TORCH_RUNS[model]
+                     if f"torch:{model}:{k}!error" in res), "no PyTorch figure"))
+                continue
+            n = min(len(res[f"torch:{model}:{k}"]) for k in runs)
+            picks = [max(runs, key=lambda k: res[f"torch:{model}:{k}"][i]) for i in range(n)]
+            res[f"torch_best:{model}"] = [res[f"torch:{model}:{k}"][i] for i, k in enumerate(picks)]
+            best_run[model] = max(runs, key=lambda k: (picks.count(k), statistics.median(
+                res[f"torch:{model}:{k}"])))
+            notes.append(f"{model}: " + ", ".join(
+                f"{fashion_label(model, k)} {picks.count(k)}/{n}"
+                for k in sorted(set(picks), key=picks.count, reverse=True)))
+        if notes:
+            self.versions["PyTorch's best setting per repetition (fashion)"] = "; ".join(notes)
+
+        # 2. Time to accuracy.
+        reached = []
+        for model, epochs in (("mlp", a.fashion_epochs[0]), ("cnn", a.fashion_epochs[1])):
+            target = FASHION_TARGET_ACCURACY[model]
+            sides = [("cf", "chanflow 2 workers", None if cf_missing(model) else
+                      cf_job(f"cf_{model}_tta", model, 2, epochs, 0), cf_missing(model))]
+            if model in best_run:
+                sides.append(("torch", f"PyTorch {fashion_label(model, best_run[model])}",
+                              torch_job(f"torch_{model}_tta", model, best_run[model], epochs, 0,
+                                        stop_at=target), None))
+            else:
+                sides.append(("torch", "PyTorch", None, "no PyTorch setting measured"))
+            for side, label, job, why in sides:
+                keys = [f"{side}_tta:{model}", f"{side}_acc1:{model}"]
+                if job is None:
+                    for k in keys:
+                        res[k + "!error"] = why
+                    continue
+                got = attempt(keys, [job])
+                if not got:
+                    continue
+                eps = got[0]["per_epoch"]
+                if eps:
+                    put(f"{side}_acc1:{model}", eps[0]["test_accuracy"] * 100)
+                hit = next((e for e in eps if e["test_accuracy"] >= target), None)
+                if hit:
+                    put(f"{side}_tta:{model}", hit["time_s"])
+                    reached.append(f"{model} {target:.0%}: {label} at epoch {hit['epoch']} "
+                                   f"({hit['test_accuracy']:.4f}, {hit['time_s']:.1f} s)")
+                else:
+                    top = max(eps, key=lambda e: e["test_accuracy"], default=None)
+                    res[f"{side}_tta:{model}!notreached"] = (
+                        f"{label} did not reach {target:.0%} test accuracy on the {model} in "
+                        f"{len(eps)} epoch(s)" + (f" (best {top['test_accuracy']:.4f}, epoch "
+                                                  f"{top['epoch']})" if top else ""))
+                    reached.append(f"{model} {target:.0%}: {label} not reached in {len(eps)} "
+                                   "epoch(s)")
+        if reached:
+            self.versions["time to accuracy (fashion)"] = "; ".join(reached)
+
+        # 3. Contention.
+        contention = []
+        for model, epochs, deadline in quiet[:2]:
+            cf_ok = not cf_missing(model)
+            flags = next((f for k, _, f in FASHION_TORCH_RUNS[model] if k == best_run.get(model)),
+                         None)
+            under_hog = [k for k, _, f in FASHION_TORCH_RUNS[model] if f == flags]
+            hog = subprocess.Popen(list(HOG), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            log(f"busy loop started (pid {hog.pid}): {' '.join(HOG)}")
+            try:
+                if cf_ok:
+                    got = attempt([f"cf_hog:{model}"], [cf_job(f"cf_{model}_hog", model, 2,
+                                                               epochs, deadline)])
+                    if got:
+                        put(f"cf_hog:{model}", got[0]["samples_per_s"])
+                else:
+                    res[f"cf_hog:{model}!error"] = cf_missing(model)
+                rates = []
+                for run_key in under_hog:
+                    got = attempt([f"torch_hog:{model}"], [torch_job(
+                        f"torch_{model}_{run_key}_hog", model, run_key, epochs, deadline)])
+                    if got:
+                        rates.append(got[0]["samples_per_s"])
+                if rates:
+                    put(f"torch_hog:{model}", max(rates))
+                    res.pop(f"torch_hog:{model}!error", None)
+                elif not under_hog:
+                    res[f"torch_hog:{model}!error"] = "no PyTorch setting measured"
+            finally:
+                hog.kill()
+                hog.wait()
+                log(f"busy loop {hog.pid} stopped")
+            for side in ("cf", "torch"):
+                keys = [f"{side}_pair:{model}", f"{side}_pair_min:{model}"]
+                if side == "cf" and not cf_ok:
+                    jobs, why = None, cf_missing(model)
+                elif side == "torch" and model not in best_run:
+                    jobs, why = None, "no PyTorch setting measured"
+                elif side == "cf":
+                    jobs = [cf_job(f"cf_{model}_pair{i}", model, 2, epochs, deadline)
+                            for i in range(2)]
+                else:
+                    jobs = [torch_job(f"torch_{model}_pair{i}", model, best_run[model], epochs,
+                                      deadline) for i in range(2)]
+                if jobs is None:
+                    for k in keys:
+                        res[k + "!error"] = why
+                    continue
+                got = attempt(keys, jobs)
+                if got:
+                    r = [m["samples_per_s"] for m in got]
+                    put(keys[0], statistics.mean(r))
+                    put(keys[1], min(r))
+            # PyTorch's own slow-down, for the notes (its rows compare chanflow with it).
+            quiet_best = res.get(f"torch_best:{model}")
+            if quiet_best and f"torch_hog:{model}" in res and f"torch_pair_min:{model}" in res:
+                q = statistics.median(quiet_best)
+                hog_x = res[f"torch_hog:{model}"][0] / q
+                pair_x = res[f"torch_pair_min:{model}"][0] / q
+                contention.append(f"{model}: with the busy loop {hog_x:.2f}x its quiet best, two "
+                                  f"processes (the slower one) {pair_x:.2f}x")
+        if contention:
+            self.versions["PyTorch under contention (fashion)"] = "; ".join(contention)
+        return res
+
     def src_tbb(self, threads):
         exe = self.build_peer("tbb_flow_peer")
         return self.parse_results(run([exe, "--reps", self.reps, "--threads", threads, "--nodes",
@@ -844,6 +1183,58 @@ def rows():
         add("training", f"{label}, 32 MiB float32", ("training", f"nn:BM_{key}#bytes_per_second"),
             ("training", "nn:BM_Memcpy#bytes_per_second"), "memcpy 32 MiB (same process)", "GB/s",
             (">=", 0.8), lambda b: b / 1e9)
+    # Fashion (scripts/bench.py src_fashion): whole training runs, samples/s from each run's
+    # metrics.json (training samples / training seconds; evaluation excluded), against the same
+    # model, data, loss, initialisation and Adam in PyTorch (bench/peers/fashion_torch.py) at its
+    # best setting of the repetition. chanflow runs its pipeline at 2 workers (examples/
+    # train_fashion --workers 2; train_digits at its defaults).
+    fashion = {"mlp": "Fashion-MNIST MLP 784-256-10, Adam, batch 128",
+               "cnn": "Fashion-MNIST LeNet CNN (conv 20, pool, conv 50, pool, fc 500, fc 10), "
+                      "Adam, batch 128",
+               "digits": "digits MLP 64-256-10 (train_digits' defaults: Adam 5e-3, batch 512, "
+                         "40 epochs)"}
+    run_what = {"mlp": "1 epoch", "cnn": "first --fashion-deadline s (default 6) of an epoch",
+                "digits": "train_digits vs the same MLP in PyTorch"}
+    best_label = {"mlp": "PyTorch best of 1/2 threads",
+                  "cnn": "PyTorch best of 1/2 threads, oneDNN on/off",
+                  "digits": "PyTorch best of 1/2 threads"}
+    for m, target in (("mlp", 2.0), ("cnn", 1.2), ("digits", 2.5)):
+        add("fashion", f"{fashion[m]}, {run_what[m]}: chanflow 2 workers",
+            ("fashion", f"cf:{m}:w2"), ("fashion", f"torch_best:{m}"), best_label[m],
+            "samples/s", (">=", target))
+        for key, _, _ in FASHION_TORCH_RUNS[m]:
+            add("fashion", f"{fashion[m]}, {run_what[m]}: chanflow 2 workers",
+                ("fashion", f"cf:{m}:w2"), ("fashion", f"torch:{m}:{key}"),
+                f"PyTorch {fashion_label(m, key)}", "samples/s")
+    add("fashion", f"{fashion['cnn']}, {run_what['cnn']}: 2 workers / 1 worker",
+        ("fashion", "cf:cnn:w2"), ("fashion", "cf:cnn:w1"), "chanflow 1 worker", "samples/s",
+        (">=", 1.7))
+    for m in ("mlp", "cnn"):
+        pct = f"{FASHION_TARGET_ACCURACY[m]:.0%}"
+        add("fashion", f"{fashion[m]}: training seconds to {pct} test accuracy (end of the first "
+            "epoch that reaches it), chanflow 2 workers", ("fashion", f"cf_tta:{m}"),
+            ("fashion", f"torch_tta:{m}"), "PyTorch, its most frequent best setting", "s",
+            ("<=", 1.0))
+        add("fashion", f"{fashion[m]}: test accuracy after epoch 1", ("fashion", f"cf_acc1:{m}"),
+            ("fashion", f"torch_acc1:{m}"), "PyTorch, same run", "%")
+    for m, target in (("cnn", ("<=", 1.0)), ("mlp", None)):
+        add("fashion", f"{fashion[m]}: peak RSS (VmHWM) of the training process, "
+            f"{run_what[m]}", ("fashion", f"cf_rss:{m}"), ("fashion", f"torch_rss:{m}"),
+            "PyTorch, smallest of its settings (interpreter and libtorch included)", "KiB",
+            target)
+    for m in ("mlp", "cnn"):
+        add("fashion", f"{fashion[m]}, {run_what[m]}: chanflow 2 workers with a busy loop on "
+            "one core / quiet", ("fashion", f"cf_hog:{m}"), ("fashion", f"cf:{m}:w2"),
+            "chanflow 2 workers, quiet (median)", "samples/s", (">=", 0.4))
+        add("fashion", f"{fashion[m]}, {run_what[m]}: chanflow 2 workers with a busy loop on "
+            "one core", ("fashion", f"cf_hog:{m}"), ("fashion", f"torch_hog:{m}"),
+            "PyTorch best of 1/2 threads, same busy loop", "samples/s", (">=", 1.0))
+        add("fashion", f"{fashion[m]}, {run_what[m]}: two processes at once, per process "
+            "(mean)", ("fashion", f"cf_pair:{m}"), ("fashion", f"torch_pair:{m}"),
+            "two PyTorch processes, its best setting", "samples/s", (">=", 1.0))
+        add("fashion", f"{fashion[m]}, {run_what[m]}: two processes at once, the slower one / "
+            "quiet", ("fashion", f"cf_pair_min:{m}"), ("fashion", f"cf:{m}:w2"),
+            "chanflow 2 workers, quiet (median)", "samples/s", (">=", 0.4))
     # GoMachine (graph layer, bench/graph/) against oneTBB flow graph: per-node run time, 100k
     # empty nodes; and against its own TapeMachine (speed-up = Tape time / GoMachine time).
     for t in (1, 2):
@@ -947,6 +1338,8 @@ def samples(sources, spec, conv):
     data = sources.get(kind)
     if isinstance(data, Unavailable):
         return data
+    if spec[1] + "!notreached" in data:
+        return NotReached(data[spec[1] + "!notreached"])
     if spec[1] not in data:
         err = data.get(spec[1].split("#")[0] + "!error")
         return Unavailable(err or f"{kind} did not report {spec[1]}")
@@ -1007,6 +1400,12 @@ def evaluate(sources, only):
                 entry["met"] = entry["ratio"] >= target[1]
             if target is not None:
                 entry["target"] = f"{target[0]} {target[1]:g}x"
+        # A time to accuracy that one side never reached: the other side's reaching it decides.
+        if target and entry["met"] is None:
+            if isinstance(cf, NotReached) and not isinstance(peer, Unavailable):
+                entry["met"] = False
+            elif isinstance(peer, NotReached) and not isinstance(cf, Unavailable):
+                entry["met"] = True
         table.append(entry)
     return table
 
@@ -1181,7 +1580,9 @@ def not_met_line(rows):
         return None
     return "Not met: " + "; ".join(
         f"{e['shape']} vs {e['peer']} ({e['ratio']:.2f}x, target {e['target']})"
-        if e["ratio"] is not None else f"{e['shape']} ({fmt(e['chanflow'])} {e['unit']})"
+        if e["ratio"] is not None else
+        f"{e['shape']} ({e['chanflow_why']})" if e["chanflow"] is None else
+        f"{e['shape']} ({fmt(e['chanflow'])} {e['unit']})"
         for e in not_met) + "."
 
 
@@ -1276,6 +1677,14 @@ def main():
     ap.add_argument("--no-build", action="store_true", help="use the binaries already built")
     ap.add_argument("--no-doc", action="store_true",
                     help="do not record the run in docs/benchmarks.md and benchmarks_history.md")
+    ap.add_argument("--fashion-reps", type=int,
+                    help="repetitions of the fashion area's throughput runs (default 3; quick: 1)")
+    ap.add_argument("--fashion-epochs", default=None,
+                    help="MLP,CNN: epochs of the fashion area's time-to-accuracy runs (default "
+                         "10,6; quick: 3,2)")
+    ap.add_argument("--fashion-deadline", type=float,
+                    help="training seconds of the fashion area's CNN throughput and contention "
+                         "runs (default 6; quick: 4)")
     ap.add_argument("--go-all", action="store_true",
                     help="run all of Go's 'Chan|Select' runtime benchmarks (slow), not only "
                          "those in the table")
@@ -1285,6 +1694,12 @@ def main():
     args.scale = 0.2 if args.quick else 1.0
     args.mem_reps = 2 if args.quick else 3
     args.min_time = 0.1 if args.quick else 0.5
+    args.fashion_reps = args.fashion_reps or (1 if args.quick else 3)
+    args.fashion_epochs = tuple(int(x) for x in (args.fashion_epochs or
+                                                 ("3,2" if args.quick else "10,6")).split(","))
+    if len(args.fashion_epochs) != 2 or min(args.fashion_epochs) < 1:
+        ap.error("--fashion-epochs takes MLP,CNN: two positive integers")
+    args.fashion_deadline = args.fashion_deadline or (4.0 if args.quick else 6.0)
 
     # The peers and gnuplot are in bootstrap's --dev set (the README's set has none of them).
     subprocess.run([str(ROOT / "scripts" / "bootstrap.sh"), "--dev"], check=True)
