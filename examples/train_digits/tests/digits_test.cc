@@ -8,7 +8,7 @@
 #include <set>
 #include <string>
 
-#include "dataset.h"
+#include "digits.h"
 
 namespace td = train_digits;
 namespace fs = std::filesystem;
@@ -68,8 +68,10 @@ void expect_error(const fs::path& path, int64_t line, const std::string& needle,
 TEST(Dataset, ShippedFileLoadsAndSplitsStratified) {
   td::Digits d = td::load_digits(kData, {.expected_rows = 1797});
   ASSERT_EQ(d.rows, 1797);
-  ASSERT_EQ(d.pixels.size(), 1797u * 64u);
-  for (float v : d.pixels) ASSERT_TRUE(v >= 0.0f && v <= 1.0f);
+  ASSERT_EQ(d.values.size(), 1797u * 64u);
+  for (uint8_t v : d.values) ASSERT_LE(v, 16);
+  EXPECT_EQ(d.scale, 1.0f / 16.0f);
+  EXPECT_EQ(d.sample_shape, (chanflow::Shape{64}));
   td::Split s = td::stratified_split(d, 0.2, 1);
   EXPECT_EQ(s.train.size() + s.test.size(), 1797u);
   std::set<int64_t> all(s.train.begin(), s.train.end());

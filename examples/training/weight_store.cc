@@ -9,7 +9,7 @@
 
 namespace cf = chanflow;
 
-namespace train_digits {
+namespace training {
 
 WeightStore::WeightStore(ParamsPtr initial, int64_t keep) : latest_(initial->version), keep_(keep) {
   Entry& e = entry(latest_);
@@ -60,4 +60,4 @@ ParamsPtr WeightStore::wait(int64_t version, const cf::Context& ctx) {
   return p;
 }
 
-}  // namespace train_digits
+}  // namespace training

@@ -1,7 +1,7 @@
 // stage_trace.cc — the pipeline's lanes in the runtime's trace.
 #include "stage_trace.h"
 
-namespace train_digits {
+namespace training {
 
 chanflow::trace::Track StageTrace::track_of(const std::string& track) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -10,4 +10,4 @@ chanflow::trace::Track StageTrace::track_of(const std::string& track) {
   return it->second;
 }
 
-}  // namespace train_digits
+}  // namespace training

@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-namespace train_digits {
+namespace training {
 
 class Rng {
  public:
@@ -47,4 +47,4 @@ void shuffle(std::vector<T>& v, Rng& rng) {
   }
 }
 
-}  // namespace train_digits
+}  // namespace training

@@ -14,7 +14,7 @@
 #include <ostream>
 #include <string>
 
-namespace train_digits {
+namespace training {
 
 struct ProgressSnapshot {
   int epoch = 0;  // 1-based epoch in progress (or just finished)
@@ -51,4 +51,4 @@ class ProgressBar {
   bool dirty_ = false;
 };
 
-}  // namespace train_digits
+}  // namespace training

@@ -14,6 +14,7 @@
 #include "chanflow/runtime/timer.h"
 #include "chanflow/runtime/trace.h"
 #include "chanflow/runtime/wait_group.h"
+#include "chanflow/tensor/tensor_obj.h"
 #include "evaluator.h"
 #include "rng.h"
 #include "stage_trace.h"
@@ -21,7 +22,7 @@
 
 namespace cf = chanflow;
 
-namespace train_digits {
+namespace training {
 namespace {
 
 // A worker's share of one optimiser step: `rows` real rows, padded to the graph's shape.
@@ -88,18 +89,18 @@ bool send_or_done(const cf::Chan<T>& ch, T v, const cf::Context& ctx) {
 // the first OpenBLAS call on each worker allocates its buffers and the tensor buffer cache fills
 // here instead of in the first timed step.
 void warm_up(const std::vector<std::unique_ptr<TrainStep>>& machines, const Params& p,
-             const ModelShape& shape, int64_t rows) {
-  const cf::Tensor x = cf::Tensor::zeros({rows, shape.inputs}, cf::DType::kFloat32);
-  const cf::Tensor y = cf::Tensor::zeros({rows, shape.classes}, cf::DType::kFloat32);
+             const Dataset& data, int64_t rows) {
+  const std::pair<cf::Tensor, cf::Tensor> pad = make_batch(data, {}, 0, 0, rows);
   cf::Group warm;
   for (const auto& m : machines) {
     TrainStep* step = m.get();
-    warm.go("warm-up", [&, step] { (void)step->run(warm.context(), p, x, y); });
+    warm.go("warm-up", [&, step] { (void)step->run(warm.context(), p, pad.first, pad.second); });
   }
   warm.wait();
 }
 
-void check_config(const Split& split, const TrainConfig& c) {
+void check_config(const Model& model, const Dataset& data, const Split& split,
+                  const TrainConfig& c) {
   if (c.workers < 1)
     CHANFLOW_THROW(cf::Error) << "train: --workers must be >= 1, got " << c.workers;
   if (c.epochs < 1) CHANFLOW_THROW(cf::Error) << "train: --epochs must be >= 1, got " << c.epochs;
@@ -112,14 +113,28 @@ void check_config(const Split& split, const TrainConfig& c) {
   if (split.train.empty() || split.test.empty()) {
     CHANFLOW_THROW(cf::Error) << "train: empty training or test split";
   }
-  if (c.model.hidden < 1) CHANFLOW_THROW(cf::Error) << "train: hidden size must be >= 1";
   if (c.delay < 0) CHANFLOW_THROW(cf::Error) << "train: --delay must be >= 0, got " << c.delay;
+  if (data.sample_shape != model.sample_shape() || data.classes != model.classes()) {
+    CHANFLOW_THROW(cf::ShapeError)
+        << "train: the data's samples are " << cf::shape_to_string(data.sample_shape) << " in "
+        << data.classes << " classes, " << model.describe() << " takes "
+        << cf::shape_to_string(model.sample_shape()) << " in " << model.classes();
+  }
+  for (const auto* rows : {&split.train, &split.test}) {
+    for (int64_t r : *rows) {
+      if (r < 0 || r >= data.rows) {
+        CHANFLOW_THROW(cf::Error) << "train: split row " << r << " outside the data's " << data.rows
+                                  << " rows";
+      }
+    }
+  }
 }
 
 }  // namespace
 
-TrainResult train(const Digits& digits, const Split& split, const TrainConfig& cfg) {
-  check_config(split, cfg);
+TrainResult train(const Model& model, const Dataset& data, const Split& split,
+                  const TrainConfig& cfg) {
+  check_config(model, data, split, cfg);
   const int k = cfg.workers;
   const auto n_train = static_cast<int64_t>(split.train.size());
   const int64_t batch = std::min(cfg.batch_size, n_train);
@@ -133,16 +148,15 @@ TrainResult train(const Digits& digits, const Split& split, const TrainConfig& c
   cf::ScopedDefaultScheduler use(scheduler);
   StageTrace stages;
   cf::Executor executor({.scheduler = &scheduler});
-  Evaluator evaluator(cfg.eval_program, executor, digits, split.test, cfg.eval_batch);
+  Evaluator evaluator(cfg.eval_program, executor, model, data, split.test, cfg.eval_batch);
   std::vector<std::unique_ptr<TrainStep>> machines;
-  for (int w = 0; w < k; ++w)
-    machines.push_back(std::make_unique<TrainStep>(cfg.model, shard_rows));
-  const Params initial = init_params(cfg.model, cfg.seed);
+  for (int w = 0; w < k; ++w) machines.push_back(std::make_unique<TrainStep>(model, shard_rows));
+  const Params initial{0, model.init(cfg.seed)};
   Updater adam(initial, cfg.adam);
 
   TrainResult result;
   result.graph_nodes = machines[0]->nodes();
-  warm_up(machines, initial, cfg.model, shard_rows);
+  warm_up(machines, initial, data, shard_rows);
   // The trace streams to its file from here on: green threads, channels, the executor's ops, the
   // GoMachines' nodes and the stages below. It stops after cfg.trace_steps optimiser steps (the
   // coordinator) or when training ends, whichever is first; either way the file is complete.
@@ -186,7 +200,7 @@ TrainResult train(const Digits& digits, const Split& split, const TrainConfig& c
         for (int i = 0; i < count; ++i) {
           const int64_t first = begin + i * shard_rows;
           const int64_t m = std::min(shard_rows, begin + n - first);
-          auto [x, y] = make_batch(digits, order, static_cast<std::size_t>(first),
+          auto [x, y] = make_batch(data, order, static_cast<std::size_t>(first),
                                    static_cast<std::size_t>(m), shard_rows);
           Shard sh{epoch * steps_per_epoch + s, i, count, m, x, y};
           if (!send_or_done(shards, std::move(sh), train_ctx)) return;
@@ -227,7 +241,7 @@ TrainResult train(const Digits& digits, const Split& split, const TrainConfig& c
     });
   }
 
-  // ---- evaluator: eval.pbtxt on each snapshot ----
+  // ---- evaluator: the evaluation program on each snapshot ----
   group.go("evaluator", [&] {
     for (;;) {
       std::optional<Snapshot> snap = recv_or_done(snapshots, run_ctx);
@@ -263,7 +277,7 @@ TrainResult train(const Digits& digits, const Split& split, const TrainConfig& c
     cf::Chan<Gradient> grads_in = grads;
     cf::Chan<cf::Unit> deadline = train_ctx.done();
     auto ticker = cf::after(cfg.tick);
-    std::array<std::vector<float>, kNumParams> sum;
+    std::vector<std::vector<float>> sum(initial.t.size());
 
     auto snapshot = [&](int epoch, int64_t step_in_epoch, double loss, double acc) {
       ProgressSnapshot s;
@@ -298,7 +312,7 @@ TrainResult train(const Digits& digits, const Split& split, const TrainConfig& c
       int64_t rows = 0;
       for (int i = 0; i < step.got; ++i) {
         const Gradient& g = *step.shards[static_cast<std::size_t>(i)];
-        for (std::size_t p = 0; p < kNumParams; ++p) {
+        for (std::size_t p = 0; p < sum.size(); ++p) {
           const float* d = g.out.grads[p].data<float>();
           const auto n = static_cast<std::size_t>(g.out.grads[p].numel());
           if (i == 0) {
@@ -408,4 +422,4 @@ TrainResult train(const Digits& digits, const Split& split, const TrainConfig& c
   return result;
 }
 
-}  // namespace train_digits
+}  // namespace training

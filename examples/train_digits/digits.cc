@@ -1,5 +1,5 @@
-// dataset.cc — zlib line reader, field validation, stratified split.
-#include "dataset.h"
+// digits.cc — zlib line reader, field validation, stratified split.
+#include "digits.h"
 
 #include <zlib.h>
 
@@ -11,9 +11,12 @@
 #include <random>
 #include <sstream>
 
-#include "rng.h"
+#include "training/rng.h"
 
 namespace train_digits {
+
+using training::Rng;
+using training::shuffle;
 namespace {
 
 [[noreturn]] void fail(const std::string& file, int64_t line, const std::string& what) {
@@ -63,6 +66,9 @@ Digits load_digits(const std::string& path, LoadOptions options) {
   std::unique_ptr<gzFile_s, GzCloser> gz(gzopen(path.c_str(), "rb"));
   if (!gz) fail(path, 0, "cannot open the file");
   Digits d;
+  d.sample_shape = {kPixels};
+  d.classes = kClasses;
+  d.scale = 1.0f / static_cast<float>(kMaxPixel);
   std::array<int, kPixels + 1> fields{};
   std::vector<char> buf(8192);
   std::string line;
@@ -95,7 +101,7 @@ Digits load_digits(const std::string& path, LoadOptions options) {
              "pixel " + std::to_string(i) + " (field " + std::to_string(i + 1) + ") is " +
                  std::to_string(v) + ", outside 0.." + std::to_string(kMaxPixel));
       }
-      d.pixels.push_back(static_cast<float>(v) / static_cast<float>(kMaxPixel));
+      d.values.push_back(static_cast<uint8_t>(v));
     }
     const int label = fields[kPixels];
     if (label < 0 || label >= kClasses) {

@@ -18,7 +18,7 @@
 #include "chanflow/runtime/mutex.h"
 #include "model.h"
 
-namespace train_digits {
+namespace training {
 
 class WeightStore {
  public:
@@ -46,4 +46,4 @@ class WeightStore {
   int64_t keep_;
 };
 
-}  // namespace train_digits
+}  // namespace training

@@ -1,14 +1,14 @@
-// pipeline.h — data-parallel training of the digits MLP, written as a Go programmer would:
+// pipeline.h — data-parallel training of a model (model.h), written as a Go programmer would:
 //
 //   loader ──shards──▶ worker 0..K-1 ──gradients──▶ coordinator ──weights v+1──▶ workers
-//    (shuffle,  (buffered   (GoMachine:          (select: gradients,     │
-//     batch)     chan)       forward+backward)     evaluations, ticker,   └──snapshots──▶ evaluator
-//                                                 deadline)                (eval.pbtxt on the
-//                                                 executor)
+//    (decode,   (buffered   (GoMachine:          (select: gradients,     │
+//     shuffle,   chan)       forward+backward)     evaluations, ticker,   └──snapshots──▶ evaluator
+//     batch)                                      deadline)                (the model's .pbtxt
+//                                                                           on the executor)
 //
 // * The loader green thread shuffles the training rows (seeded) every epoch, cuts each batch
-//   into `shards_per_step` equal shards (zero-padded: padding rows add nothing) and sends them on
-//   a buffered channel, tagged with their optimiser step.
+//   into `shards_per_step` equal shards (zero-padded: padding rows add nothing), decodes their
+//   samples into tensors and sends them on a bounded channel, tagged with their optimiser step.
 // * K worker green threads take shards as they come (a fast worker takes more: the load
 //   balances itself), get the weights version the shard's step uses — step s uses version
 //   s - delay; delay 0 is synchronous data-parallel SGD; delay 1 (the default) lets workers
@@ -21,12 +21,12 @@
 //   shard order, applies Adam and publishes the next version. After each epoch it hands a
 //   snapshot to the evaluator. Which worker computed a shard does not change a bit of the
 //   result: a seed gives the same run with any number of workers.
-// * The evaluator green thread runs eval.pbtxt on the executor for each snapshot; the test
-//   batches reach the program over channels bound to the run.
+// * The evaluator green thread runs the model's evaluation program on the executor for each
+//   snapshot; the test batches reach the program over channels bound to the run.
 // A deadline stops training where it is (the last weights are evaluated); any error cancels
 // every stage (a cf::Group) and train() rethrows it.
 //
-//   TrainResult r = train(digits, split, {.workers = 2, .epochs = 40});
+//   TrainResult r = train(mlp, data, split, {.workers = 2, .epochs = 40, .eval_program = path});
 //
 // Before the clock starts, every worker's GoMachine runs once on an all-padding shard (warm-up:
 // OpenBLAS's first call allocates its buffers, the tensor buffer cache fills; ~6 ms otherwise
@@ -46,7 +46,7 @@
 #include "model.h"
 #include "progress.h"
 
-namespace train_digits {
+namespace training {
 
 struct TrainConfig {
   int workers = 2;  // worker green threads, and the scheduler's OS threads
@@ -57,10 +57,9 @@ struct TrainConfig {
   // Pin the scheduler's worker threads to separate CPUs (SchedulerOptions::pin_workers).
   bool pin_workers = true;
   uint64_t seed = 1;
-  ModelShape model{};
   chanflow::AdamConfig adam{.lr = 5e-3};  // cf::Adam (graph/optimizer.h)
   std::chrono::milliseconds deadline{0};  // 0: none
-  std::string eval_program;               // path of eval.pbtxt
+  std::string eval_program;               // path of the model's evaluation program (.pbtxt)
   int64_t eval_batch = 128;
   // Stream the trace (cf::trace: green threads, channels, ops, GoMachine nodes, the stages) to
   // this file, for the first trace_steps optimiser steps; empty: no trace.
@@ -77,7 +76,7 @@ struct EpochMetrics {
   double time_s = 0;      // since the start, when the epoch's last step was applied
   double train_loss = 0;  // mean cross-entropy over the epoch's rows
   double train_accuracy = 0;
-  double test_accuracy = 0;  // eval.pbtxt on the weights after this epoch
+  double test_accuracy = 0;  // the evaluation program on the weights after this epoch
   double samples_per_s = 0;  // this epoch's training throughput
 };
 
@@ -97,6 +96,9 @@ struct TrainResult {
   int64_t graph_nodes = 0;    // nodes per worker GoMachine (forward + backward)
 };
 
-TrainResult train(const Digits& digits, const Split& split, const TrainConfig& config);
+// Throws chanflow::Error for a bad configuration (naming the option), the evaluation program's
+// ProgramError, or the first error of any stage.
+TrainResult train(const Model& model, const Dataset& data, const Split& split,
+                  const TrainConfig& config);
 
-}  // namespace train_digits
+}  // namespace training

@@ -1,7 +1,8 @@
-// evaluator.cc — feeding test batches to eval.pbtxt over channels bound to the run.
+// evaluator.cc — feeding test batches to the evaluation program over channels bound to the run.
 #include "evaluator.h"
 
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <span>
 
@@ -13,28 +14,13 @@
 
 namespace cf = chanflow;
 
-namespace train_digits {
+namespace training {
 
-std::pair<cf::Tensor, cf::Tensor> make_batch(const Digits& d, const std::vector<int64_t>& rows,
-                                             std::size_t begin, std::size_t n, int64_t pad_to) {
-  const int64_t r = std::max<int64_t>(static_cast<int64_t>(n), pad_to);
-  cf::Tensor x = cf::Tensor::zeros({r, kPixels}, cf::DType::kFloat32);
-  cf::Tensor y = cf::Tensor::zeros({r, kClasses}, cf::DType::kFloat32);
-  float* xp = x.data<float>();
-  float* yp = y.data<float>();
-  for (std::size_t i = 0; i < n; ++i) {
-    const int64_t row = rows[begin + i];
-    std::span<const float> img = d.image(row);
-    std::copy(img.begin(), img.end(), xp + static_cast<int64_t>(i) * kPixels);
-    yp[static_cast<int64_t>(i) * kClasses + d.labels[static_cast<std::size_t>(row)]] = 1.0f;
-  }
-  return {x, y};
-}
-
-Evaluator::Evaluator(const std::string& program_path, cf::Executor& executor, const Digits& d,
-                     const std::vector<int64_t>& rows, int64_t batch)
+Evaluator::Evaluator(const std::string& program_path, cf::Executor& executor, const Model& model,
+                     const Dataset& d, const std::vector<int64_t>& rows, int64_t batch)
     : program_(cf::Program::from_file(program_path)), executor_(executor) {
   executor_.prepare(program_);
+  for (const ParamSpec& s : model.params()) feeds_.push_back(s.name);
   for (std::size_t b = 0; b < rows.size(); b += static_cast<std::size_t>(batch)) {
     batches_.push_back(
         make_batch(d, rows, b, std::min(rows.size() - b, static_cast<std::size_t>(batch))));
@@ -68,8 +54,10 @@ EvalCounts Evaluator::evaluate(const cf::Context& ctx, const Params& p) {
   });
   std::map<std::string, cf::Tensor> out;
   try {
-    out = executor_.run(program_, {{"w1", p.t[0]}, {"b1", p.t[1]}, {"w2", p.t[2]}, {"b2", p.t[3]}},
-                        {"correct", "seen"}, {{"images", images}, {"labels", labels}});
+    std::map<std::string, cf::Tensor> feeds;
+    for (std::size_t i = 0; i < feeds_.size(); ++i) feeds.emplace(feeds_[i], p.t.at(i));
+    out = executor_.run(program_, feeds, {"correct", "seen"},
+                        {{"images", images}, {"labels", labels}});
   } catch (...) {
     feeding.cancel();
     fed->wait();
@@ -83,4 +71,4 @@ EvalCounts Evaluator::evaluate(const cf::Context& ctx, const Params& p) {
   return c;
 }
 
-}  // namespace train_digits
+}  // namespace training

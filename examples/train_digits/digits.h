@@ -1,4 +1,4 @@
-// dataset.h — the UCI handwritten digits: loading and validating the gzip CSV, and a seeded,
+// digits.h — the UCI handwritten digits: loading and validating the gzip CSV, and a seeded,
 // stratified train/test split.
 //
 // The file (data/digits/digits.csv.gz) has one image per line: 64 pixel values (integers 0-16,
@@ -7,7 +7,7 @@
 //
 //   Digits d = load_digits("data/digits/digits.csv.gz", {.expected_rows = 1797});
 //   Split s = stratified_split(d, /*test_fraction=*/0.2, /*seed=*/1);
-//   // d.image(s.train[0]) -> 64 floats in [0, 1]; d.labels[s.train[0]] -> its class
+//   // d.sample(s.train[0]) -> 64 values 0..16 (times d.scale: [0, 1]); d.labels[...] -> its class
 //
 // Thread-safety: a loaded Digits is immutable; any number of threads may read it.
 #pragma once
@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "chanflow/core/error.h"
+#include "training/dataset.h"
 
 namespace train_digits {
 
@@ -39,14 +40,9 @@ class DatasetError : public chanflow::Error {
   int64_t line_;
 };
 
-struct Digits {
-  int64_t rows = 0;
-  std::vector<float> pixels;    // rows x kPixels, scaled to [0, 1] (value / 16)
-  std::vector<int32_t> labels;  // rows, each 0..9
-  std::span<const float> image(int64_t row) const {
-    return {pixels.data() + row * kPixels, static_cast<std::size_t>(kPixels)};
-  }
-};
+// The digits as training::Dataset: sample_shape {64}, values 0..16 with scale 1/16, 10 classes.
+using Digits = training::Dataset;
+using Split = training::Split;
 
 struct LoadOptions {
   // The number of images the file must hold; -1 accepts any positive number.
@@ -59,12 +55,8 @@ struct LoadOptions {
 // I/O (call it before starting green threads, or from an OS thread).
 Digits load_digits(const std::string& path, LoadOptions options = {});
 
-// Row indices of a split. Each class is divided in the same proportion (its rows shuffled with
+// A split whose classes are each divided in the same proportion (each class's rows shuffled with
 // `seed`); both lists are sorted. Deterministic for a given (digits, fraction, seed).
-struct Split {
-  std::vector<int64_t> train;
-  std::vector<int64_t> test;
-};
 Split stratified_split(const Digits& d, double test_fraction, uint64_t seed);
 
 }  // namespace train_digits

@@ -16,7 +16,7 @@
 
 #include "chanflow/runtime/trace.h"
 
-namespace train_digits {
+namespace training {
 
 // The trace clock (cf::trace::now_ns): every timing of the pipeline reads it.
 inline int64_t steady_now_ns() { return chanflow::trace::now_ns(); }
@@ -42,4 +42,4 @@ class StageTrace {
   std::map<std::string, chanflow::trace::Track> tracks_;
 };
 
-}  // namespace train_digits
+}  // namespace training

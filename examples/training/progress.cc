@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 
-namespace train_digits {
+namespace training {
 
 std::string format_progress(const ProgressSnapshot& s, int bar_width) {
   const double frac =
@@ -57,4 +57,4 @@ void ProgressBar::finish() {
   dirty_ = false;
 }
 
-}  // namespace train_digits
+}  // namespace training
