@@ -74,19 +74,16 @@ Updater::Updater(const Params& initial, const cf::AdamConfig& config) : adam_(co
   for (const cf::Tensor& t : initial.t) w_.push_back(t.clone());
 }
 
-void Updater::apply(const std::vector<std::vector<float>>& sum_grads, int64_t rows) {
+void Updater::apply(std::vector<cf::Tensor>& sum_grads, int64_t rows) {
   CHANFLOW_CHECK(sum_grads.size() == w_.size())
       << "Updater: " << sum_grads.size() << " gradients for " << w_.size() << " parameters";
   const float scale = 1.0f / static_cast<float>(rows);
-  std::vector<cf::Tensor> grads;
-  for (std::size_t i = 0; i < w_.size(); ++i) {
-    cf::Tensor g = cf::Tensor::empty(w_[i].shape(), cf::DType::kFloat32);
+  for (cf::Tensor& g : sum_grads) {
     float* d = g.data<float>();
-    const std::vector<float>& s = sum_grads[i];
-    for (std::size_t k = 0; k < s.size(); ++k) d[k] = s[k] * scale;
-    grads.push_back(std::move(g));
+    const int64_t n = g.numel();
+    for (int64_t k = 0; k < n; ++k) d[k] *= scale;
   }
-  adam_.step(w_, grads);
+  adam_.step(w_, sum_grads);
 }
 
 ParamsPtr Updater::params(int64_t version) const {

@@ -105,8 +105,9 @@ class TrainStep {
 class Updater {
  public:
   Updater(const Params& initial, const chanflow::AdamConfig& config);
-  // One step with the mean gradient sum_grads / rows (in params() order).
-  void apply(const std::vector<std::vector<float>>& sum_grads, int64_t rows);
+  // One step with the mean gradient sum_grads / rows (in params() order; float32 tensors of the
+  // parameters' shapes). Scales sum_grads in place.
+  void apply(std::vector<chanflow::Tensor>& sum_grads, int64_t rows);
   // The current weights, tagged `version`: they share the updater's tensors, and the next
   // apply() copies on write, so a published version never changes.
   ParamsPtr params(int64_t version) const;

@@ -277,7 +277,7 @@ TrainResult train(const Model& model, const Dataset& data, const Split& split,
     cf::Chan<Gradient> grads_in = grads;
     cf::Chan<cf::Unit> deadline = train_ctx.done();
     auto ticker = cf::after(cfg.tick);
-    std::vector<std::vector<float>> sum(initial.t.size());
+    std::vector<cf::Tensor> sum(initial.t.size());
 
     auto snapshot = [&](int epoch, int64_t step_in_epoch, double loss, double acc) {
       ProgressSnapshot s;
@@ -313,13 +313,15 @@ TrainResult train(const Model& model, const Dataset& data, const Split& split,
       for (int i = 0; i < step.got; ++i) {
         const Gradient& g = *step.shards[static_cast<std::size_t>(i)];
         for (std::size_t p = 0; p < sum.size(); ++p) {
-          const float* d = g.out.grads[p].data<float>();
-          const auto n = static_cast<std::size_t>(g.out.grads[p].numel());
+          const cf::Tensor& t = g.out.grads[p];
           if (i == 0) {
-            sum[p].assign(d, d + n);
-          } else {
-            for (std::size_t j = 0; j < n; ++j) sum[p][j] += d[j];
+            sum[p] = t.clone();  // the worker's tensor may be its machine's buffer
+            continue;
           }
+          float* acc = sum[p].data<float>();
+          const float* d = t.data<float>();
+          const int64_t n = t.numel();
+          for (int64_t j = 0; j < n; ++j) acc[j] += d[j];
         }
         rows += g.rows;
         e_loss += g.out.loss_sum;
