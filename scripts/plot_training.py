@@ -1,9 +1,9 @@
 #!/usr/bin/python3
 """plot_training.py — the flagship's loss/accuracy chart from its metrics.csv.
 
-    scripts/plot_training.py out/train_digits/metrics.csv [-o out/train_digits/training.png]
+    scripts/plot_training.py out/train_fashion/metrics.csv [-o out/train_fashion/training.png]
 
-Reads the CSV examples/train_digits writes (epoch, time_s, train_loss, train_accuracy,
+Reads the CSV examples/train_fashion and examples/train_digits write (epoch, time_s, train_loss, train_accuracy,
 test_accuracy, samples_per_s) and draws two panels: training loss per epoch, and training and
 test accuracy per epoch (with the 95% target). Uses matplotlib (Debian: python3-matplotlib,
 installed by scripts/bootstrap.sh) with the Agg backend, so no display is needed. Exits 1 with a
@@ -11,6 +11,7 @@ one-line message when the CSV is missing, empty or malformed.
 """
 import argparse
 import csv
+import json
 import os
 import sys
 
@@ -38,7 +39,7 @@ def read_metrics(path):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("metrics", help="metrics.csv written by train_digits")
+    ap.add_argument("metrics", help="metrics.csv written by train_fashion or train_digits")
     ap.add_argument("-o", "--output", help="PNG path (default: training.png next to the CSV)")
     args = ap.parse_args()
     out = args.output or os.path.join(os.path.dirname(os.path.abspath(args.metrics)), "training.png")
@@ -82,7 +83,14 @@ def main():
     starts = [0.0] + [r["time_s"] for r in rows[:-1]]
     samples = sum(r["samples_per_s"] * (r["time_s"] - t) for r, t in zip(rows, starts))
     sps = samples / final["time_s"] if final["time_s"] > 0 else 0.0
-    fig.suptitle(f"chanflow train_digits: {len(rows)} epochs, {final['time_s']:.2f} s, "
+    # The model's name from the metrics.json written beside the CSV, when there is one.
+    model = "training"
+    try:
+        with open(os.path.join(os.path.dirname(os.path.abspath(args.metrics)), "metrics.json")) as f:
+            model = json.load(f).get("model", model)
+    except (OSError, ValueError):
+        pass
+    fig.suptitle(f"chanflow, {model}: {len(rows)} epochs, {final['time_s']:.2f} s, "
                  f"~{sps:,.0f} samples/s")
     fig.tight_layout()
     fig.savefig(out, dpi=110)

@@ -30,9 +30,9 @@ with tempfile.TemporaryDirectory() as tmp:
                            check=True, stdout=subprocess.DEVNULL)
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
             cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-            s = json.load(open(os.path.join(out, "metrics.json")))["summary"]
+            s = json.load(open(os.path.join(out, "metrics.json")))
             res[w].append((s["samples_per_s"], cpu / s["samples"] * 1e6, s["test_accuracy"],
-                           s["train_seconds"]))
+                           s["seconds"]))
 for w in (1, 2):
     sps = [r[0] for r in res[w]]
     cpu = [r[1] for r in res[w]]

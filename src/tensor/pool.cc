@@ -132,8 +132,77 @@ inline int64_t divisor(const PoolGeom& g, const Window& win) {
 // that would take the work since its last call past one chunk.
 using detail::Chunker;
 
+// The common CNN pooling (2x2 windows, stride 2, no padding, every window inside the image) has
+// its own loops: no clipping, four loads per output. Same results as the general loops: a NaN in a
+// window gives NaN, and the gradient goes to the first maximum (or NaN) in row-major order.
+inline bool max_2x2_stride_2(const PoolGeom& g) {
+  return g.max && g.kh == 2 && g.kw == 2 && g.sh == 2 && g.sw == 2 && g.ph == 0 && g.pw == 0 &&
+         2 * g.oh <= g.h && 2 * g.ow <= g.w;
+}
+
+template <class T>
+void max_pool_2x2_forward(const PoolGeom& g, const T* x, T* out, const KernelOptions& o) {
+  Chunker chunker(o);
+  const int64_t row_work = std::max<int64_t>(1, 4 * g.ow);
+  for (int64_t pl = 0; pl < g.planes; ++pl) {
+    const T* plane = x + pl * g.h * g.w;
+    T* orow = out + pl * g.oh * g.ow;
+    for (int64_t i = 0; i < g.oh; ++i, orow += g.ow) {
+      chunker.before(row_work);
+      const T* r0 = plane + 2 * i * g.w;
+      const T* r1 = r0 + g.w;
+      for (int64_t j = 0; j < g.ow; ++j) {
+        const T a = r0[2 * j], b = r0[2 * j + 1], c = r1[2 * j], d = r1[2 * j + 1];
+        const T m = std::max(std::max(a, b), std::max(c, d));
+        const bool nan = (a != a) | (b != b) | (c != c) | (d != d);
+        orow[j] = nan ? std::numeric_limits<T>::quiet_NaN() : m;
+      }
+    }
+  }
+}
+
+template <class T>
+void max_pool_2x2_backward(const PoolGeom& g, const T* x, const T* out, const T* gout, T* gx,
+                           const KernelOptions& o) {
+  Chunker chunker(o);
+  const int64_t row_work = std::max<int64_t>(1, 4 * g.ow);
+  for (int64_t pl = 0; pl < g.planes; ++pl) {
+    const T* plane = x + pl * g.h * g.w;
+    T* gplane = gx + pl * g.h * g.w;
+    const T* orow = out + pl * g.oh * g.ow;
+    const T* grow = gout + pl * g.oh * g.ow;
+    for (int64_t i = 0; i < g.oh; ++i, orow += g.ow, grow += g.ow) {
+      chunker.before(row_work);
+      const T* r0 = plane + 2 * i * g.w;
+      const T* r1 = r0 + g.w;
+      T* g0 = gplane + 2 * i * g.w;
+      T* g1 = g0 + g.w;
+      for (int64_t j = 0; j < g.ow; ++j) {
+        const T t = orow[j];
+        const bool nan = t != t;
+        // The first of the window's four cells that holds the output (row-major); the windows do
+        // not overlap, so each input cell is written by one window at most.
+        auto hit = [&](T v) { return v == t || (nan && v != v); };
+        if (hit(r0[2 * j])) {
+          g0[2 * j] += grow[j];
+        } else if (hit(r0[2 * j + 1])) {
+          g0[2 * j + 1] += grow[j];
+        } else if (hit(r1[2 * j])) {
+          g1[2 * j] += grow[j];
+        } else if (hit(r1[2 * j + 1])) {
+          g1[2 * j + 1] += grow[j];
+        }
+      }
+    }
+  }
+}
+
 template <class T>
 void pool_forward(const PoolGeom& g, const T* x, T* out, const KernelOptions& o) {
+  if (max_2x2_stride_2(g)) {
+    max_pool_2x2_forward(g, x, out, o);
+    return;
+  }
   // float sums accumulate in double: global pooling sums whole planes.
   using Acc = std::conditional_t<std::is_same_v<T, float>, double, T>;
   Chunker chunker(o);
@@ -174,6 +243,10 @@ void pool_forward(const PoolGeom& g, const T* x, T* out, const KernelOptions& o)
 template <class T>
 void pool_backward(const PoolGeom& g, const T* x, const T* out, const T* gout, T* gx,
                    const KernelOptions& o) {
+  if (max_2x2_stride_2(g)) {
+    max_pool_2x2_backward(g, x, out, gout, gx, o);
+    return;
+  }
   Chunker chunker(o);
   const int64_t row_work = std::max<int64_t>(1, g.ow * g.kh * g.kw);
   for (int64_t pl = 0; pl < g.planes; ++pl) {

@@ -642,6 +642,46 @@ TEST(Pool2d, MaxPoolingPropagatesNan) {
   }
 }
 
+// 2x2 windows with stride 2 and no padding (LeNet's pooling) take their own loops: they must give
+// what the general ones give, odd extents (the last row or column dropped) and ties (small
+// integers: the gradient goes to the first maximum, row-major) included.
+TEST(Pool2d, TwoByTwoStrideTwoMatchesTheGeneralWindows) {
+  std::mt19937_64 rng(5);
+  for (int it = 0; it < 40; ++it) {
+    const Shape xs{1 + it % 2, 1 + it % 3, 2 + it % 7, 2 + (it / 3) % 6};
+    std::vector<double> x(static_cast<size_t>(cf::shape_numel(xs)));
+    for (double& v : x) v = static_cast<double>(std::uniform_int_distribution<int>(-3, 3)(rng));
+    const DType dt = it % 2 == 0 ? DType::kFloat32 : DType::kFloat64;
+    const Tensor xt = make(x, xs, dt);
+    cf::Pool2dParams p;
+    p.ksize = {2, 2};
+    p.strides = {2, 2};
+    const PoolRef ref = ref_pool(x, xs, p);
+    const Tensor y = cf::pool2d(xt, p);
+    ASSERT_EQ(y.shape(), ref.out);
+    expect_close(values(y), ref.y, dt, "2x2 case " + std::to_string(it));
+    const std::vector<double> gy = random_values(cf::shape_numel(ref.out), rng);
+    const std::vector<double> g = values(cf::pool2d_grad(xt, y, make(gy, ref.out, dt), p));
+    std::vector<double> want(x.size(), 0.0);
+    const int64_t h = xs[2], w = xs[3], oh = ref.out[2], ow = ref.out[3];
+    for (int64_t pl = 0; pl < xs[0] * xs[1]; ++pl) {
+      for (int64_t i = 0; i < oh; ++i) {
+        for (int64_t j = 0; j < ow; ++j) {
+          int64_t best = -1;
+          for (int64_t a = 0; a < 2; ++a) {
+            for (int64_t b = 0; b < 2; ++b) {
+              const int64_t k = pl * h * w + (2 * i + a) * w + 2 * j + b;
+              if (best < 0 || x[static_cast<size_t>(k)] > x[static_cast<size_t>(best)]) best = k;
+            }
+          }
+          want[static_cast<size_t>(best)] += gy[static_cast<size_t>(pl * oh * ow + i * ow + j)];
+        }
+      }
+    }
+    expect_close(g, want, dt, "2x2 gradient case " + std::to_string(it));
+  }
+}
+
 // L(x) = sum(pool2d(x) * gy): central differences against pool2d_grad, float64, random values
 // (so that no max window holds a tie and no step crosses one).
 TEST(Pool2d, GradientsMatchFiniteDifferences) {

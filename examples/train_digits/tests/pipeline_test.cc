@@ -9,11 +9,13 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "dataset.h"
-#include "pipeline.h"
-#include "report.h"
+#include "digits.h"
+#include "training/models.h"
+#include "training/pipeline.h"
+#include "training/report.h"
 
 namespace td = train_digits;
+namespace tr = training;
 
 namespace {
 
@@ -22,24 +24,28 @@ const td::Digits& digits() {
   return d;
 }
 
-td::TrainConfig short_config(int workers, uint64_t seed) {
-  td::TrainConfig c;
+tr::TrainConfig short_config(int workers, uint64_t seed) {
+  tr::TrainConfig c;
   c.workers = workers;
   c.epochs = 3;
   c.batch_size = 64;
   c.shards_per_step = 2;
   c.seed = seed;
-  c.model.hidden = 64;
   c.adam.lr = 1e-2;
   c.eval_program = TRAIN_DIGITS_PROGRAM;
   return c;
+}
+
+const tr::Mlp& mlp() {
+  static const tr::Mlp m({.inputs = td::kPixels, .hidden = 64, .classes = td::kClasses});
+  return m;
 }
 
 }  // namespace
 
 TEST(TrainDigits, LearnsAndWritesMetricsAndAChromeTrace) {
   td::Split split = td::stratified_split(digits(), 0.2, 1);
-  td::TrainConfig c = short_config(2, 1);
+  tr::TrainConfig c = short_config(2, 1);
   const std::string dir =
       (std::filesystem::temp_directory_path() / ("train_digits_out_" + std::to_string(::getpid())))
           .string();
@@ -47,11 +53,11 @@ TEST(TrainDigits, LearnsAndWritesMetricsAndAChromeTrace) {
   c.trace_path = dir + "/trace.json";
   c.trace_steps = int64_t{1} << 40;  // the whole run: its evaluations too
   int ticks_or_epochs = 0;
-  c.on_epoch_done = [&](const td::ProgressSnapshot& s) {
+  c.on_epoch_done = [&](const tr::ProgressSnapshot& s) {
     EXPECT_GE(s.test_accuracy, 0.0);
     ++ticks_or_epochs;
   };
-  td::TrainResult r = td::train(digits(), split, c);
+  tr::TrainResult r = tr::train(mlp(), digits(), split, c);
   EXPECT_EQ(ticks_or_epochs, 3);
   ASSERT_EQ(r.epochs.size(), 3u);
   EXPECT_GE(r.test_accuracy, 0.85);
@@ -61,7 +67,7 @@ TEST(TrainDigits, LearnsAndWritesMetricsAndAChromeTrace) {
   EXPECT_EQ(r.epochs.back().test_accuracy, r.test_accuracy);
   EXPECT_FALSE(r.deadline_reached);
 
-  td::OutputPaths out = td::write_outputs(dir, c, r);
+  tr::OutputPaths out = tr::write_outputs(dir, mlp(), c, r);
   ASSERT_TRUE(std::filesystem::exists(out.metrics_csv));
   ASSERT_TRUE(std::filesystem::exists(out.metrics_json));
   std::ifstream csv(out.metrics_csv);
@@ -70,7 +76,14 @@ TEST(TrainDigits, LearnsAndWritesMetricsAndAChromeTrace) {
   EXPECT_EQ(lines, 4);  // header + 3 epochs
   std::ifstream mj(out.metrics_json);
   nlohmann::json m = nlohmann::json::parse(mj);
-  EXPECT_EQ(m["summary"]["test_accuracy"].get<double>(), r.test_accuracy);
+  EXPECT_EQ(m["test_accuracy"].get<double>(), r.test_accuracy);
+  EXPECT_EQ(m["epochs"].get<int>(), 3);
+  EXPECT_EQ(m["workers"].get<int>(), 2);
+  EXPECT_EQ(m["samples_per_s"].get<double>(), r.samples_per_s);
+  EXPECT_EQ(m["seconds"].get<double>(), r.train_seconds);
+  EXPECT_GT(m["peak_rss_kib"].get<int64_t>(), 0);
+  ASSERT_EQ(m["per_epoch"].size(), 3u);
+  EXPECT_EQ(m["per_epoch"][2]["test_accuracy"].get<double>(), r.epochs[2].test_accuracy);
 
   std::ifstream tf(out.trace_json);
   nlohmann::json trace = nlohmann::json::parse(tf);  // throws if not JSON
@@ -111,11 +124,11 @@ TEST(TrainDigits, FixedSeedReproducesBitForBit) {
   for (int64_t delay : {0, 1}) {
     uint64_t hash_1_worker = 0;
     for (int workers : {1, 2}) {
-      td::TrainConfig c = short_config(workers, 7);
+      tr::TrainConfig c = short_config(workers, 7);
       c.epochs = 2;
       c.delay = delay;
-      td::TrainResult a = td::train(digits(), split, c);
-      td::TrainResult b = td::train(digits(), split, c);
+      tr::TrainResult a = tr::train(mlp(), digits(), split, c);
+      tr::TrainResult b = tr::train(mlp(), digits(), split, c);
       const std::string what =
           std::to_string(workers) + " worker(s), delay " + std::to_string(delay);
       EXPECT_EQ(a.weights_hash, b.weights_hash) << what;
@@ -132,17 +145,17 @@ TEST(TrainDigits, FixedSeedReproducesBitForBit) {
     }
   }
   // Another seed is another run (the hash does depend on the seed).
-  td::TrainResult c = td::train(digits(), split, short_config(1, 8));
-  td::TrainResult d = td::train(digits(), split, short_config(1, 7));
+  tr::TrainResult c = tr::train(mlp(), digits(), split, short_config(1, 8));
+  tr::TrainResult d = tr::train(mlp(), digits(), split, short_config(1, 7));
   EXPECT_NE(c.weights_hash, d.weights_hash);
 }
 
 TEST(TrainDigits, DeadlineStopsTrainingAndEvaluatesTheLastWeights) {
   td::Split split = td::stratified_split(digits(), 0.2, 1);
-  td::TrainConfig c = short_config(2, 1);
+  tr::TrainConfig c = short_config(2, 1);
   c.epochs = 100000;  // far more than the deadline allows
   c.deadline = std::chrono::milliseconds(300);
-  td::TrainResult r = td::train(digits(), split, c);
+  tr::TrainResult r = tr::train(mlp(), digits(), split, c);
   EXPECT_TRUE(r.deadline_reached);
   EXPECT_LT(r.epochs.size(), 100000u);
   EXPECT_GT(r.steps, 0);
@@ -152,12 +165,12 @@ TEST(TrainDigits, DeadlineStopsTrainingAndEvaluatesTheLastWeights) {
 
 TEST(TrainDigits, BadConfigurationAndProgramAreErrors) {
   td::Split split = td::stratified_split(digits(), 0.2, 1);
-  td::TrainConfig c = short_config(2, 1);
+  tr::TrainConfig c = short_config(2, 1);
   c.shards_per_step = 0;
-  EXPECT_THROW(td::train(digits(), split, c), chanflow::Error);
+  EXPECT_THROW(tr::train(mlp(), digits(), split, c), chanflow::Error);
   c = short_config(0, 1);  // no workers
-  EXPECT_THROW(td::train(digits(), split, c), chanflow::Error);
+  EXPECT_THROW(tr::train(mlp(), digits(), split, c), chanflow::Error);
   c = short_config(1, 1);
   c.eval_program = "/nonexistent/eval.pbtxt";
-  EXPECT_THROW(td::train(digits(), split, c), chanflow::Error);
+  EXPECT_THROW(tr::train(mlp(), digits(), split, c), chanflow::Error);
 }
