@@ -718,7 +718,7 @@ class Sources:
         each run's metrics.json (training samples / training seconds, evaluation excluded).
 
         1. Throughput, fashion_reps repetitions (chanflow first in even ones, PyTorch first in odd
-           ones): cf:<m>:w<K> (MLP: 1 epoch; CNN: 1 epoch cut at --fashion-deadline seconds;
+           ones): cf:<m>:w<K> (MLP: 1 epoch; CNN: 1 epoch of the first --fashion-cnn-rows images;
            digits: train_digits' defaults), torch:<m>:<run>, per repetition the best torch run,
            torch_best:<m>; peak RSS (VmHWM) cf_rss:<m> and torch_rss:<m> (the smallest of the
            repetition's torch runs), KiB.
@@ -741,19 +741,19 @@ class Sources:
         def put(key, v):
             res.setdefault(key, []).append(v)
 
-        def cf_job(name, model, workers, epochs, deadline):
+        def cf_job(name, model, workers, epochs, rows):
             path = run_dir / name / "metrics.json"
             if model == "digits":
                 cmd = [TRAIN_DIGITS, "--workers", workers, "--seed", seed, "--no-trace",
                        "--out-dir", path.parent]
             else:
                 cmd = [TRAIN_FASHION, "--model", model, "--epochs", epochs, "--workers", workers,
-                       "--batch-size", 128, "--seed", seed, "--deadline", deadline,
+                       "--batch-size", 128, "--seed", seed, "--train-rows", rows,
                        "--out-dir", path.parent, "--no-trace", "--quiet"]
             # chanflow keeps OpenBLAS at 1 thread itself (tensor/blas.h) when the variable is unset.
             return (name, cmd, {"OPENBLAS_NUM_THREADS": None, "OMP_NUM_THREADS": None}, path)
 
-        def torch_job(name, model, run_key, epochs, deadline, stop_at=0.0):
+        def torch_job(name, model, run_key, epochs, rows, stop_at=0.0):
             threads, flags = next((t, f) for k, t, f in FASHION_TORCH_RUNS[model] if k == run_key)
             path = run_dir / f"{name}.json"
             cmd = [PYTHON, TORCH_FASHION, "--threads", threads, "--seed", seed, "--out", path,
@@ -761,7 +761,7 @@ class Sources:
             if model == "digits":
                 cmd += ["--dataset", "digits"]
             else:
-                cmd += ["--model", model, "--epochs", epochs, "--deadline", deadline,
+                cmd += ["--model", model, "--epochs", epochs, "--train-rows", rows,
                         "--target-accuracy", stop_at]
             env = {"OPENBLAS_NUM_THREADS": str(threads), "OMP_NUM_THREADS": str(threads),
                    "OMP_WAIT_POLICY": "PASSIVE" if threads > 1 else None}
@@ -779,17 +779,20 @@ class Sources:
                     res[k + "!error"] = str(e).splitlines()[0]
                 return None
 
-        quiet = (("mlp", 1, 0), ("cnn", 1, a.fashion_deadline), ("digits", None, None))
+        # (model, epochs, training rows: 0 = all) of the throughput and contention runs.
+        quiet = (("mlp", 1, 0), ("cnn", 1, a.fashion_cnn_rows), ("digits", None, None))
 
         def chanflow_side(rep):
-            for model, epochs, deadline in quiet:
+            for model, epochs, rows in quiet:
                 for w in ((2, 1) if model == "cnn" else (2,)):
                     key = f"cf:{model}:w{w}"
+                    keys = [key] + [f"cf_rss:{model}"] * (w == 2)
                     if cf_missing(model):
-                        res[key + "!error"] = res[f"cf_rss:{model}!error"] = cf_missing(model)
+                        for k in keys:
+                            res[k + "!error"] = cf_missing(model)
                         continue
-                    got = attempt([key], [cf_job(f"cf_{model}_w{w}_r{rep}", model, w, epochs,
-                                                 deadline)])
+                    got = attempt(keys, [cf_job(f"cf_{model}_w{w}_r{rep}", model, w, epochs,
+                                                rows)])
                     if got:
                         put(key, got[0]["samples_per_s"])
                         if w == 2 and got[0].get("peak_rss_kib"):
@@ -800,12 +803,12 @@ class Sources:
                 for model, *_ in quiet:
                     res[f"torch_best:{model}!error"] = f"{PYTHON} does not exist"
                 return
-            for model, epochs, deadline in quiet:
+            for model, epochs, rows in quiet:
                 rss = []
                 for run_key, _, _ in FASHION_TORCH_RUNS[model]:
                     key = f"torch:{model}:{run_key}"
                     got = attempt([key], [torch_job(f"torch_{model}_{run_key}_r{rep}", model,
-                                                    run_key, epochs, deadline)])
+                                                    run_key, epochs, rows)])
                     if got:
                         put(key, got[0]["samples_per_s"])
                         rss.append(got[0]["peak_rss_kib"])
@@ -881,7 +884,7 @@ class Sources:
 
         # 3. Contention.
         contention = []
-        for model, epochs, deadline in quiet[:2]:
+        for model, epochs, rows in quiet[:2]:
             cf_ok = not cf_missing(model)
             flags = next((f for k, _, f in FASHION_TORCH_RUNS[model] if k == best_run.get(model)),
                          None)
@@ -891,7 +894,7 @@ class Sources:
             try:
                 if cf_ok:
                     got = attempt([f"cf_hog:{model}"], [cf_job(f"cf_{model}_hog", model, 2,
-                                                               epochs, deadline)])
+                                                               epochs, rows)])
                     if got:
                         put(f"cf_hog:{model}", got[0]["samples_per_s"])
                 else:
@@ -899,7 +902,7 @@ class Sources:
                 rates = []
                 for run_key in under_hog:
                     got = attempt([f"torch_hog:{model}"], [torch_job(
-                        f"torch_{model}_{run_key}_hog", model, run_key, epochs, deadline)])
+                        f"torch_{model}_{run_key}_hog", model, run_key, epochs, rows)])
                     if got:
                         rates.append(got[0]["samples_per_s"])
                 if rates:
@@ -918,11 +921,11 @@ class Sources:
                 elif side == "torch" and model not in best_run:
                     jobs, why = None, "no PyTorch setting measured"
                 elif side == "cf":
-                    jobs = [cf_job(f"cf_{model}_pair{i}", model, 2, epochs, deadline)
+                    jobs = [cf_job(f"cf_{model}_pair{i}", model, 2, epochs, rows)
                             for i in range(2)]
                 else:
                     jobs = [torch_job(f"torch_{model}_pair{i}", model, best_run[model], epochs,
-                                      deadline) for i in range(2)]
+                                      rows) for i in range(2)]
                 if jobs is None:
                     for k in keys:
                         res[k + "!error"] = why
@@ -1193,7 +1196,8 @@ def rows():
                       "Adam, batch 128",
                "digits": "digits MLP 64-256-10 (train_digits' defaults: Adam 5e-3, batch 512, "
                          "40 epochs)"}
-    run_what = {"mlp": "1 epoch", "cnn": "first --fashion-deadline s (default 6) of an epoch",
+    run_what = {"mlp": "1 epoch", "cnn": "1 epoch of the first --fashion-cnn-rows images "
+                                         "(default 20000)",
                 "digits": "train_digits vs the same MLP in PyTorch"}
     best_label = {"mlp": "PyTorch best of 1/2 threads",
                   "cnn": "PyTorch best of 1/2 threads, oneDNN on/off",
@@ -1682,9 +1686,9 @@ def main():
     ap.add_argument("--fashion-epochs", default=None,
                     help="MLP,CNN: epochs of the fashion area's time-to-accuracy runs (default "
                          "10,6; quick: 3,2)")
-    ap.add_argument("--fashion-deadline", type=float,
-                    help="training seconds of the fashion area's CNN throughput and contention "
-                         "runs (default 6; quick: 4)")
+    ap.add_argument("--fashion-cnn-rows", type=int,
+                    help="training images of the fashion area's CNN throughput and contention "
+                         "runs (default 20000; quick: 10000)")
     ap.add_argument("--go-all", action="store_true",
                     help="run all of Go's 'Chan|Select' runtime benchmarks (slow), not only "
                          "those in the table")
@@ -1699,7 +1703,7 @@ def main():
                                                  ("3,2" if args.quick else "10,6")).split(","))
     if len(args.fashion_epochs) != 2 or min(args.fashion_epochs) < 1:
         ap.error("--fashion-epochs takes MLP,CNN: two positive integers")
-    args.fashion_deadline = args.fashion_deadline or (4.0 if args.quick else 6.0)
+    args.fashion_cnn_rows = args.fashion_cnn_rows or (10000 if args.quick else 20000)
 
     # The peers and gnuplot are in bootstrap's --dev set (the README's set has none of them).
     subprocess.run([str(ROOT / "scripts" / "bootstrap.sh"), "--dev"], check=True)

@@ -25,7 +25,8 @@ forward, loss, zero_grad, backward and the optimiser step, plus summing the epoc
 correct predictions; evaluation is excluded. Before the clock starts one forward + backward pass
 runs on a training batch and its gradients are dropped (allocator and oneDNN set-up; no weight
 changes), as train_fashion warms its machines up. --deadline stops training after that many
-training seconds (the step under way completes; the final weights are evaluated).
+training seconds (the step under way completes; the final weights are evaluated); --train-rows
+N trains on the first N training images only, as train_fashion's option does.
 --target-accuracy stops after the first epoch whose test accuracy reaches it (a shortcut for
 time-to-accuracy runs: the time of that epoch does not depend on it). peak_rss_kib is the process's
 VmHWM (/proc/self/status): the Python interpreter and libtorch included. weights_hash is the first
@@ -64,6 +65,9 @@ def parse_args():
                                              "5e-3 (digits)")
     ap.add_argument("--threads", type=int, default=1, help="torch.set_num_threads")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--train-rows", type=int, default=0,
+                    help="train on the first N training images only (0: all), as train_fashion's "
+                         "--train-rows")
     ap.add_argument("--deadline", type=float, default=0.0,
                     help="stop after this many training seconds (0: none)")
     ap.add_argument("--target-accuracy", type=float, default=0.0,
@@ -264,6 +268,10 @@ def main():
         model = Mlp(64)
     else:
         (x_train, y_train), (x_test, y_test) = load_fashion(args.data_dir)
+        if args.train_rows:
+            if not 0 < args.train_rows <= len(x_train):
+                fail(f"--train-rows {args.train_rows}: the training set has {len(x_train)} rows")
+            x_train, y_train = x_train[:args.train_rows], y_train[:args.train_rows]
         if args.model == "cnn":
             x_train, x_test = x_train.view(-1, 1, 28, 28), x_test.view(-1, 1, 28, 28)
             model = LeNet()
