@@ -42,7 +42,8 @@ int main(int argc, char** argv) {
   cfg.delay = 0;
   cfg.batch_size = 128;
   cfg.adam.lr = 1e-3;
-  cfg.pin_workers = false;  // the main job shares its machine: a pinned worker cannot leave a busy CPU
+  cfg.pin_workers =
+      false;  // the main job shares its machine: a pinned worker cannot leave a busy CPU
   training::CommonOptions common;
   common.out_dir = "out/train_fashion";
   training::add_common_options(app, cfg, common);
