@@ -6,7 +6,7 @@
 // conv2d and pool2d ops) on the executor after every epoch.
 //
 //   build/release/examples/train_fashion                        # MLP 784-256-10, 2 workers
-//   build/release/examples/train_fashion --model cnn --epochs 3 # LeNet CNN
+//   build/release/examples/train_fashion --model cnn            # LeNet CNN, 8 epochs
 //   scripts/plot_training.py out/train_fashion/metrics.csv      # -> training.png
 //
 // The data comes from Debian's dataset-fashion-mnist (/usr/share/datasets/fashion-mnist).
@@ -16,7 +16,6 @@
 #include <CLI/CLI.hpp>
 
 #include <iostream>
-#include <map>
 #include <memory>
 #include <string>
 
@@ -35,9 +34,16 @@ int main(int argc, char** argv) {
       "program on the executor)",
       "train_fashion"};
   training::TrainConfig cfg;
-  cfg.epochs = 10;  // the MLP's; the CNN trains 3 unless --epochs says
+  cfg.epochs = 15;  // the MLP's; the CNN trains 8 unless --epochs says
+  // Synchronous data-parallel SGD by default: every step's gradient is the whole batch's on the
+  // current weights, the same computation as a single-process trainer (--delay 1 overlaps the
+  // optimiser with the next step at the price of one-step-stale gradients: measured, 10 MLP
+  // epochs reached 87.7 % with it and 88.0 % without).
+  cfg.delay = 0;
   cfg.batch_size = 128;
   cfg.adam.lr = 1e-3;
+  cfg.pin_workers =
+      false;  // the main job shares its machine: a pinned worker cannot leave a busy CPU
   training::CommonOptions common;
   common.out_dir = "out/train_fashion";
   training::add_common_options(app, cfg, common);
@@ -46,12 +52,11 @@ int main(int argc, char** argv) {
   std::string program;
   int64_t hidden = 256;
   int64_t train_rows = 0;
-  const std::map<std::string, std::string> models{{"mlp", "mlp"}, {"cnn", "cnn"}};
   app.add_option("--model", model_name,
                  "mlp: 784-HIDDEN-10 (fc, relu, fc); cnn: LeNet (5x5 conv 20, max-pool, 5x5 conv "
-                 "50, max-pool, fc 500, fc 10; 3 epochs unless --epochs is given)")
+                 "50, max-pool, fc 500, fc 10; 8 epochs unless --epochs is given)")
       ->capture_default_str()
-      ->transform(CLI::CheckedTransformer(models));
+      ->check(CLI::IsMember({"mlp", "cnn"}));
   app.add_option("--hidden", hidden, "the MLP's hidden units")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
@@ -69,7 +74,7 @@ int main(int argc, char** argv) {
     if (model_name == "cnn") {
       model = std::make_unique<training::LeNet>(training::LeNetShape{});
       cfg.eval_program = std::string(TRAINING_PROGRAM_DIR) + "/lenet_eval.pbtxt";
-      if (app.count("--epochs") == 0) cfg.epochs = 3;
+      if (app.count("--epochs") == 0) cfg.epochs = 8;
     } else {
       model = std::make_unique<training::Mlp>(training::MlpShape{
           .inputs = tf::kSide * tf::kSide, .hidden = hidden, .classes = tf::kClasses});

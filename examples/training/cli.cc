@@ -57,8 +57,10 @@ void add_common_options(CLI::App& app, TrainConfig& cfg, CommonOptions& o) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   app.add_flag("--no-trace", o.no_trace, "do not record or write a trace");
-  app.add_flag("--no-pin", o.no_pin,
-               "let the OS place the scheduler's worker threads (default: one CPU each)");
+  app.add_flag("--pin,!--no-pin", cfg.pin_workers,
+               "bind worker i's OS thread to the i-th CPU (--no-pin: let the OS place them; "
+               "pinning helps on an idle machine and hurts on one shared with other work)")
+      ->capture_default_str();
   app.add_flag("--quiet", o.quiet, "no progress lines (the summary is still printed)");
   app.add_option("--min-accuracy", o.min_accuracy,
                  "exit with status 3 when the final test accuracy is below this (0..1)")
@@ -70,7 +72,6 @@ int run_and_report(const std::string& program, const Model& model, const Dataset
                    const Split& split, TrainConfig& cfg, const CommonOptions& o) {
   try {
     cfg.deadline = std::chrono::milliseconds(static_cast<int64_t>(o.deadline_s * 1000));
-    cfg.pin_workers = !o.no_pin;
     if (!o.no_trace) {
       cfg.trace_path = o.trace_file.empty()
                            ? (std::filesystem::path(o.out_dir) / "trace.json").string()

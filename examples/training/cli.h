@@ -27,13 +27,12 @@ struct CommonOptions {
   double deadline_s = 0;   // 0: none
   std::string trace_file;  // default OUT_DIR/trace.json
   bool no_trace = false;
-  bool no_pin = false;
   bool quiet = false;       // no progress lines
   double min_accuracy = 0;  // exit 3 below it
 };
 
 // Adds --workers --epochs --batch-size --seed --deadline --out-dir --shards --delay --lr --trace
-// --trace-steps --no-trace --no-pin --quiet --min-accuracy (defaults: the values in cfg and
+// --trace-steps --no-trace --pin/--no-pin --quiet --min-accuracy (defaults: the values in cfg and
 // common when called).
 void add_common_options(CLI::App& app, TrainConfig& cfg, CommonOptions& common);
 

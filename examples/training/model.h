@@ -100,22 +100,45 @@ class TrainStep {
 };
 
 // The coordinator's weights and their optimiser: cf::Adam (chanflow/graph/optimizer.h,
-// torch.optim.Adam's formula) updating the float32 tensors in place. Deterministic: the same
-// gradients in the same order give the same weights bit for bit.
+// torch.optim.Adam's formula). Each step sums the shards' gradients in shard order, scales them by
+// 1 / rows and applies Adam; the work is cut into `parts` pieces (contiguous element ranges of the
+// parameters laid end to end, each piece with its own cf::Adam over its ranges) run on as many
+// green threads, so the step uses every scheduler worker instead of the coordinator's alone.
+// Every operation is elementwise, so the cut changes no bit: the same gradients in the same order
+// give the same weights whatever `parts` is.
+//
+// Thread-safety: one caller (the coordinator) at a time; step() runs on a green thread.
 class Updater {
  public:
-  Updater(const Params& initial, const chanflow::AdamConfig& config);
-  // One step with the mean gradient sum_grads / rows (in params() order; float32 tensors of the
-  // parameters' shapes). Scales sum_grads in place.
-  void apply(std::vector<chanflow::Tensor>& sum_grads, int64_t rows);
-  // The current weights, tagged `version`: they share the updater's tensors, and the next
-  // apply() copies on write, so a published version never changes.
-  ParamsPtr params(int64_t version) const;
-  const std::vector<chanflow::Tensor>& values() const { return w_; }
+  Updater(const Params& initial, const chanflow::AdamConfig& config, int parts);
+  Updater(const Updater&) = delete;
+  Updater& operator=(const Updater&) = delete;
+
+  // One optimiser step with the mean gradient sum(shards[i]->grads) / rows (the sum in the order
+  // given), publishing the result as new tensors tagged `version` (published versions are never
+  // written again). Blocks the calling green thread until every piece is done; rethrows the first
+  // piece's error.
+  ParamsPtr step(const std::vector<const StepOutput*>& shards, int64_t rows, int64_t version);
+  // The latest weights (those of the last step, or the initial ones).
+  const ParamsPtr& latest() const { return latest_; }
 
  private:
-  chanflow::Adam adam_;
-  std::vector<chanflow::Tensor> w_;
+  // A piece of the work: `segs` (param, begin, end) ranges, the Adam updating them (its state
+  // is the ranges' m and v) and the ranges' weights and gradients as tensors of their own.
+  struct Segment {
+    std::size_t param;
+    int64_t begin, end;
+  };
+  struct Part {
+    std::vector<Segment> segs;
+    std::unique_ptr<chanflow::Adam> adam;
+    std::vector<chanflow::Tensor> w, g;
+  };
+  void run_part(Part& part, const std::vector<const StepOutput*>& shards, float scale,
+                const std::vector<float*>& out);
+
+  std::vector<Part> parts_;
+  ParamsPtr latest_;
 };
 
 }  // namespace training

@@ -152,7 +152,7 @@ TrainResult train(const Model& model, const Dataset& data, const Split& split,
   std::vector<std::unique_ptr<TrainStep>> machines;
   for (int w = 0; w < k; ++w) machines.push_back(std::make_unique<TrainStep>(model, shard_rows));
   const Params initial{0, model.init(cfg.seed)};
-  Updater adam(initial, cfg.adam);
+  Updater adam(initial, cfg.adam, k);
 
   TrainResult result;
   result.graph_nodes = machines[0]->nodes();
@@ -277,7 +277,6 @@ TrainResult train(const Model& model, const Dataset& data, const Split& split,
     cf::Chan<Gradient> grads_in = grads;
     cf::Chan<cf::Unit> deadline = train_ctx.done();
     auto ticker = cf::after(cfg.tick);
-    std::vector<cf::Tensor> sum(initial.t.size());
 
     auto snapshot = [&](int epoch, int64_t step_in_epoch, double loss, double acc) {
       ProgressSnapshot s;
@@ -303,35 +302,25 @@ TrainResult train(const Model& model, const Dataset& data, const Split& split,
       if (by_deadline) {
         result.deadline_reached = true;
         stages.instant("coordinator", "deadline");
-        snapshots.send(Snapshot{0, true, adam.params(version)});
+        snapshots.send(Snapshot{0, true, adam.latest()});
       }
       snapshots.close();
     };
     auto apply_step = [&](const StepGrads& step) {
       auto s = stages.slice("coordinator", "apply step " + std::to_string(version));
       int64_t rows = 0;
+      std::vector<const StepOutput*> outs;
       for (int i = 0; i < step.got; ++i) {
         const Gradient& g = *step.shards[static_cast<std::size_t>(i)];
-        for (std::size_t p = 0; p < sum.size(); ++p) {
-          const cf::Tensor& t = g.out.grads[p];
-          if (i == 0) {
-            sum[p] = t.clone();  // the worker's tensor may be its machine's buffer
-            continue;
-          }
-          float* acc = sum[p].data<float>();
-          const float* d = t.data<float>();
-          const int64_t n = t.numel();
-          for (int64_t j = 0; j < n; ++j) acc[j] += d[j];
-        }
+        outs.push_back(&g.out);  // a handle's data never changes (copy on write): no copy
         rows += g.rows;
         e_loss += g.out.loss_sum;
         e_correct += g.out.correct;
       }
-      adam.apply(sum, rows);
       ++version;
+      ParamsPtr next = adam.step(outs, rows, version);
       samples += rows;
       e_rows += rows;
-      ParamsPtr next = adam.params(version);
       store.publish(next);
       if (tracing && version == cfg.trace_steps) cf::trace::stop();
       if (version % steps_per_epoch == 0) {
@@ -416,7 +405,7 @@ TrainResult train(const Model& model, const Dataset& data, const Split& split,
   result.samples_per_s =
       result.train_seconds > 0 ? static_cast<double>(result.samples) / result.train_seconds : 0;
   if (!result.epochs.empty()) result.final_train_loss = result.epochs.back().train_loss;
-  result.weights_hash = fnv1a(adam.values());
+  result.weights_hash = fnv1a(adam.latest()->t);
   if (tracing) {
     if (cf::trace::enabled()) cf::trace::stop();
     result.trace_path = cfg.trace_path;

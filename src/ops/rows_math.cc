@@ -1,6 +1,6 @@
 // rows_math.cc — arithmetic rows: mul (what fc is built from), mean, sum, the unary math ops,
-// and the gradient rules of the executor's built-in elementwise, activation, softmax and scale
-// ops with the gradient ops they emit.
+// sign, and the gradient rules of the executor's built-in elementwise, activation, softmax and
+// scale ops with the gradient ops they emit.
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -205,6 +205,22 @@ void run_unary(const AttrReader& a, KernelCall& c) {
     default:
       CHANFLOW_CHECK(false) << "run_unary: an executor built-in";
   }
+}
+
+// sign: Out = -1, 0 or 1 by the sign of X (NaN stays NaN).
+void run_sign(const AttrReader&, KernelCall& c) {
+  const Tensor x = c.input(0);
+  check_float(x, "sign", "X");
+  c.set_output(0, sign(x, c.options(x.numel())));
+}
+// sign is flat almost everywhere: X's gradient is zeros of Out@GRAD's shape, rather than none.
+// Paddle emits scale(Out@GRAD, 0); fill_zeros_like(Out@GRAD) gives the same zeros (a NaN in
+// Out@GRAD aside) and, unlike the executor's built-in scale, runs in graphs too.
+void grad_sign(const AttrReader&, GradCall& c) {
+  const GradValue g = c.output_grad(0);
+  if (!g.valid() || !c.needs_grad(0)) return;
+  std::vector<GradValue> r = c.emit("fill_zeros_like", {{"X", {g}}}, {}, {"Out"});
+  if (r[0].valid()) c.set_input_grad(0, r[0]);
 }
 
 void infer_float_like_x(const AttrReader& a, InferCall& c) {
@@ -629,6 +645,15 @@ std::vector<OpDef> math_rows() {
             .infer(infer_grad_like_second)
             .kernel(m.grad_kernel));
   }
+
+  add(OpDefBuilder("sign")
+          .doc("Out = -1, 0 or 1 by the sign of X (NaN stays NaN); its gradient is zero "
+               "(fill_zeros_like of Out@GRAD)")
+          .input("X")
+          .output("Out")
+          .infer(infer_float_like_x)
+          .kernel(run_sign)
+          .grad(grad_sign));
 
   add(OpDefBuilder::grad_rule_of("softmax").grad(grad_softmax));
   {

@@ -1,6 +1,7 @@
 // rows_nn.cc — neural-network layers of Paddle Fluid 1.x (mid-2018 schemas): batch_norm,
 // dropout, cross_entropy, softmax_with_cross_entropy, accuracy, top_k, leaky_relu, concat, split,
-// flatten, fill_zeros_like, and their gradient ops. The kernels are chanflow/tensor/nn.h's.
+// flatten, split_lod_tensor, merge_lod_tensor, fill_zeros_like, and their gradient ops. The
+// kernels are chanflow/tensor/nn.h's (split/merge_lod_tensor copy rows here).
 //
 // Where the rows follow Paddle and where they decide what Paddle leaves open:
 // * batch_norm: the running statistics are updated in place (in programs MeanOut names the
@@ -19,6 +20,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstring>
 
 #include "chanflow/tensor/nn.h"
 #include "rows.h"
@@ -677,6 +679,139 @@ void run_flatten_grad(const AttrReader&, KernelCall& c) {
   c.set_output(0, g.reshape(x.shape()));
 }
 
+// ---- split_lod_tensor / merge_lod_tensor (what fluid.layers.IfElse is built from) ----------
+// chanflow's tensors carry no LoD, so level 0 is the rows (dim 0) and level must be 0. Mask is a
+// BOOL column [N, 1] (Paddle's shape rule), one entry per row of X.
+std::string check_level(const Attr& a) {
+  return a.as_int() == 0 ? ""
+                         : "must be 0 (chanflow's tensors carry no LoD; level 0 is the rows), "
+                           "got " +
+                               std::to_string(a.as_int());
+}
+
+void infer_check_mask(const char* op, const TensorInfo& m) {
+  if (m.dtype != DType::kBool)
+    CHANFLOW_OP_THROW(TypeError, op) << "Mask must be BOOL, it is " << m.dtype;
+  if (m.shape.size() != 2 || (m.shape[1] >= 0 && m.shape[1] != 1)) {
+    CHANFLOW_OP_THROW(ShapeError, op)
+        << "Mask must be a column [N, 1], it has shape " << shape_to_string(m.shape);
+  }
+}
+
+// The mask's rows as 0/1, checked against the `rows` rows of `slot`.
+std::vector<uint8_t> mask_rows(const char* op, const Tensor& mask, int64_t rows, const char* slot) {
+  infer_check_mask(op, TensorInfo{mask.dtype(), mask.shape()});
+  if (mask.numel() != rows) {
+    CHANFLOW_OP_THROW(ShapeError, op)
+        << "Mask has " << mask.numel() << " rows but " << slot << " has " << rows;
+  }
+  const Tensor m = mask.contiguous();
+  const bool* p = m.data<bool>();
+  return std::vector<uint8_t>(p, p + rows);
+}
+
+// Copies row `from` of `src` to row `to` of `dst` (both contiguous, `row_bytes` per row).
+void copy_row(const Tensor& src, int64_t from, Tensor& dst, int64_t to, int64_t row_bytes) {
+  if (row_bytes == 0) return;
+  const auto* s = static_cast<const char*>(src.get()->raw_data());
+  auto* d = static_cast<char*>(dst.get()->raw_data());
+  std::memcpy(d + to * row_bytes, s + from * row_bytes, static_cast<size_t>(row_bytes));
+}
+
+// X, Mask -> OutTrue (the rows of X where Mask is true, in order), OutFalse (the others).
+void infer_split_lod_tensor(const AttrReader&, InferCall& c) {
+  const TensorInfo& x = c.input(0);
+  infer_check_mask("split_lod_tensor", c.input(1));
+  if (x.shape.empty()) CHANFLOW_OP_THROW(ShapeError, "split_lod_tensor") << "X must have rank >= 1";
+  TensorInfo out = x;
+  out.shape[0] = -1;  // how many rows go each way is the mask's values
+  c.set_output(0, out);
+  c.set_output(1, out);
+}
+void run_split_lod_tensor(const AttrReader&, KernelCall& c) {
+  const Tensor x = c.input(0).contiguous();
+  if (x.ndim() < 1) CHANFLOW_OP_THROW(ShapeError, "split_lod_tensor") << "X must have rank >= 1";
+  const int64_t rows = x.shape()[0];
+  const std::vector<uint8_t> m = mask_rows("split_lod_tensor", c.input(1), rows, "X");
+  const auto n_true = static_cast<int64_t>(std::count(m.begin(), m.end(), uint8_t{1}));
+  const int64_t row_bytes = rows == 0 ? 0 : x.nbytes() / rows;
+  Shape st = x.shape(), sf = x.shape();
+  st[0] = n_true;
+  sf[0] = rows - n_true;
+  Tensor t = Tensor::empty(st, x.dtype()), f = Tensor::empty(sf, x.dtype());
+  int64_t it = 0, jf = 0;
+  for (int64_t i = 0; i < rows; ++i) {
+    if (m[static_cast<size_t>(i)] != 0) {
+      copy_row(x, i, t, it++, row_bytes);
+    } else {
+      copy_row(x, i, f, jf++, row_bytes);
+    }
+  }
+  c.set_output(0, t);
+  c.set_output(1, f);
+}
+
+// X, Mask, InTrue, InFalse -> Out: row i of Out is the next row of InTrue when Mask[i], else of
+// InFalse. X gives only the row count (Paddle read its LoD); IfElse passes its condition.
+void infer_merge_lod_tensor(const AttrReader&, InferCall& c) {
+  const TensorInfo& x = c.input(0);
+  infer_check_mask("merge_lod_tensor", c.input(1));
+  const TensorInfo& t = c.input(2);
+  const TensorInfo& f = c.input(3);
+  if (t.dtype != f.dtype) {
+    CHANFLOW_OP_THROW(TypeError, "merge_lod_tensor")
+        << "InTrue is " << t.dtype << " but InFalse is " << f.dtype;
+  }
+  if (t.shape.empty() || x.shape.empty()) {
+    CHANFLOW_OP_THROW(ShapeError, "merge_lod_tensor") << "X and InTrue must have rank >= 1";
+  }
+  TensorInfo out = t;
+  out.shape[0] = x.shape[0];
+  c.set_output(0, out);
+}
+void run_merge_lod_tensor(const AttrReader&, KernelCall& c) {
+  const Tensor x = c.input(0);
+  const Tensor t = c.input(2).contiguous(), f = c.input(3).contiguous();
+  if (x.ndim() < 1) CHANFLOW_OP_THROW(ShapeError, "merge_lod_tensor") << "X must have rank >= 1";
+  const int64_t rows = x.shape()[0];
+  const std::vector<uint8_t> m = mask_rows("merge_lod_tensor", c.input(1), rows, "X");
+  if (t.dtype() != f.dtype()) {
+    CHANFLOW_OP_THROW(TypeError, "merge_lod_tensor")
+        << "InTrue is " << t.dtype() << " but InFalse is " << f.dtype();
+  }
+  const auto n_true = static_cast<int64_t>(std::count(m.begin(), m.end(), uint8_t{1}));
+  auto check_part = [&](const Tensor& part, const char* slot, int64_t want) {
+    if (part.ndim() < 1 || part.shape()[0] != want) {
+      CHANFLOW_OP_THROW(ShapeError, "merge_lod_tensor")
+          << slot << " has shape " << shape_to_string(part.shape()) << " but Mask selects " << want
+          << " rows for it";
+    }
+  };
+  check_part(t, "InTrue", n_true);
+  check_part(f, "InFalse", rows - n_true);
+  if (!std::equal(t.shape().begin() + 1, t.shape().end(), f.shape().begin() + 1, f.shape().end())) {
+    CHANFLOW_OP_THROW(ShapeError, "merge_lod_tensor")
+        << "InTrue " << shape_to_string(t.shape()) << " and InFalse " << shape_to_string(f.shape())
+        << " differ past dim 0";
+  }
+  Shape so = t.shape();
+  so[0] = rows;
+  Tensor out = Tensor::empty(so, t.dtype());
+  const int64_t row_bytes = rows == 0 ? 0 : out.nbytes() / rows;
+  int64_t it = 0, jf = 0;
+  for (int64_t i = 0; i < rows; ++i) {
+    if (m[static_cast<size_t>(i)] != 0) {
+      copy_row(t, it++, out, i, row_bytes);
+    } else {
+      copy_row(f, jf++, out, i, row_bytes);
+    }
+  }
+  c.set_output(0, out);
+}
+
+constexpr const char* kIfElseNoGrad =
+    "IfElse's branches run in conditional_blocks, which chanflow does not differentiate";
+
 // ---- fill_zeros_like ----------------------------------------------------------------------
 void run_fill_zeros_like(const AttrReader&, KernelCall& c) {
   const Tensor x = c.input(0);
@@ -851,6 +986,31 @@ std::vector<OpDef> nn_rows() {
   add(fl.grad_op("flatten_grad", {"X"}, {}, {"Out"}, {"X"})
           .infer(infer_grad_like_first)
           .kernel(run_flatten_grad));
+
+  add(OpDefBuilder("split_lod_tensor")
+          .doc("OutTrue = the rows of X where Mask is true, OutFalse the others, in order "
+               "(level 0 of a tensor without LoD: its rows)")
+          .input("X")
+          .input("Mask", true, false, "BOOL [N, 1], one entry per row of X")
+          .output("OutTrue")
+          .output("OutFalse")
+          .attr("level", T::kInt, i_default(0), "the LoD level to split (0: the rows)", check_level)
+          .infer(infer_split_lod_tensor)
+          .kernel(run_split_lod_tensor)
+          .no_grad(kIfElseNoGrad));
+
+  add(OpDefBuilder("merge_lod_tensor")
+          .doc("Out row i = the next row of InTrue where Mask[i] is true, else of InFalse; X "
+               "gives the row count (split_lod_tensor's inverse)")
+          .input("X", true, false, "its dim 0 is Out's (IfElse passes the condition)")
+          .input("Mask", true, false, "BOOL [N, 1]")
+          .input("InTrue")
+          .input("InFalse")
+          .output("Out")
+          .attr("level", T::kInt, i_default(0), "the LoD level to merge (0: the rows)", check_level)
+          .infer(infer_merge_lod_tensor)
+          .kernel(run_merge_lod_tensor)
+          .no_grad(kIfElseNoGrad));
 
   add(OpDefBuilder("fill_zeros_like")
           .doc("Out = zeros of X's shape and dtype")

@@ -269,6 +269,19 @@ struct AbsF {
     }
   }
 };
+struct SignF {
+  template <class C>
+  static C f(C a) {
+    if constexpr (std::is_same_v<C, bool>) {
+      return a;
+    } else if constexpr (std::is_unsigned_v<C>) {
+      return static_cast<C>(a != C{});
+    } else {
+      if (is_nan(a)) return a;
+      return static_cast<C>(static_cast<int>(C{} < a) - static_cast<int>(a < C{}));
+    }
+  }
+};
 struct ReluF {
   template <class C>
   static C f(C a) {
@@ -490,6 +503,11 @@ Tensor neg(const Tensor& a, const KernelOptions& opts) {
 Tensor abs(const Tensor& a, const KernelOptions& opts) {
   detail::require_defined(a, "abs");
   return unary<AbsF>("abs", a, a.dtype(), opts);
+}
+
+Tensor sign(const Tensor& a, const KernelOptions& opts) {
+  detail::require_defined(a, "sign");
+  return unary<SignF>("sign", a, a.dtype(), opts);
 }
 
 Tensor relu(const Tensor& a, const KernelOptions& opts) {

@@ -290,6 +290,92 @@ void paddle_adam(Tensor& param, const Tensor& grad, Tensor& moment1, Tensor& mom
   });
 }
 
+void paddle_adamax(Tensor& param, const Tensor& grad, Tensor& moment, Tensor& inf_norm,
+                   const Tensor& lr, const Tensor& beta1_pow, double beta1, double beta2,
+                   double epsilon, const KernelOptions& opts) {
+  const char* const op = "paddle_adamax";
+  check_param(param, op, "Param");
+  check_like(grad, param, op, "Grad", "Param");
+  check_like(moment, param, op, "Moment", "Param");
+  check_like(inf_norm, param, op, "InfNorm", "Param");
+  const double lr_v = read_scalar(lr, op, "LearningRate");
+  const double b1p = read_scalar(beta1_pow, op, "Beta1Pow");
+  check_beta(beta1, op, "beta1");
+  check_beta(beta2, op, "beta2");
+  check_nonneg(epsilon, op, "epsilon");
+  if (b1p == 1.0) CHANFLOW_THROW(Error) << op << ": Beta1Pow must not be 1";
+  dispatch_float(param.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    Tensor g_hold;
+    const T* g = read_ptr<T>(grad, g_hold);
+    T* m = moment.data<T>();
+    T* u = inf_norm.data<T>();
+    T* p = param.data<T>();
+    const int64_t n = param.numel();
+    check_distinct(m, u, n, op, "Moment", "InfNorm");
+    check_distinct(p, m, n, op, "Param", "Moment");
+    check_distinct(p, u, n, op, "Param", "InfNorm");
+    // The corrected rate in the parameter's type, as Paddle computes it.
+    const T lr_t = static_cast<T>(lr_v) / (T(1) - static_cast<T>(b1p));
+    const T b1 = static_cast<T>(beta1), b2 = static_cast<T>(beta2);
+    const T one_b1 = T(1) - b1, eps = static_cast<T>(epsilon);
+    detail::run_chunked(n, opts, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        const T gi = g[i];
+        const T mi = b1 * m[i] + one_b1 * gi;
+        const T decayed = b2 * u[i] + eps, mag = std::abs(gi);
+        // max, with NaN in either operand giving NaN (a + b is then NaN).
+        const T ui =
+            (decayed != decayed || mag != mag) ? decayed + mag : (mag < decayed ? decayed : mag);
+        m[i] = mi;
+        u[i] = ui;
+        p[i] = p[i] - lr_t * (mi / ui);
+      }
+    });
+  });
+}
+
+void paddle_rmsprop(Tensor& param, const Tensor& grad, Tensor& mean_square, Tensor& moment,
+                    const Tensor& lr, double decay, double momentum, double epsilon,
+                    const KernelOptions& opts) {
+  const char* const op = "paddle_rmsprop";
+  check_param(param, op, "Param");
+  check_like(grad, param, op, "Grad", "Param");
+  check_like(mean_square, param, op, "MeanSquare", "Param");
+  check_like(moment, param, op, "Moment", "Param");
+  const double lr_v = read_scalar(lr, op, "LearningRate");
+  if (!(decay >= 0 && decay <= 1)) {
+    CHANFLOW_THROW(Error) << op << ": decay must be in [0, 1], got " << decay;
+  }
+  check_nonneg(momentum, op, "momentum");
+  check_nonneg(epsilon, op, "epsilon");
+  dispatch_float(param.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    Tensor g_hold;
+    const T* g = read_ptr<T>(grad, g_hold);
+    T* ms = mean_square.data<T>();
+    T* mom = moment.data<T>();
+    T* p = param.data<T>();
+    const int64_t n = param.numel();
+    check_distinct(ms, mom, n, op, "MeanSquare", "Moment");
+    check_distinct(p, ms, n, op, "Param", "MeanSquare");
+    check_distinct(p, mom, n, op, "Param", "Moment");
+    const T rho = static_cast<T>(decay), one_rho = T(1) - rho;
+    const T mu = static_cast<T>(momentum), eps = static_cast<T>(epsilon);
+    const T lr_t = static_cast<T>(lr_v);
+    detail::run_chunked(n, opts, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        const T gi = g[i];
+        const T msi = rho * ms[i] + one_rho * gi * gi;
+        const T vi = mu * mom[i] + lr_t * gi / std::sqrt(msi + eps);
+        ms[i] = msi;
+        mom[i] = vi;
+        p[i] = p[i] - vi;
+      }
+    });
+  });
+}
+
 double global_norm(const std::vector<Tensor>& grads) {
   double sum = 0.0;
   for (size_t k = 0; k < grads.size(); ++k) {

@@ -128,6 +128,11 @@ std::vector<Case> cases() {
        [](const V& x) {
          return cf::op("abs", {{"X", {x[0]}}});
        }},
+      {"table_sign_times_x",  // |x|: the gradient reaches x through the product only
+       {{5}},
+       [](const V& x) {
+         return cf::op("sign", {{"X", {x[0]}}}) * x[0];
+       }},
       {"table_mean",
        {{2, 3}},
        [](const V& x) {

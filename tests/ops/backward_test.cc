@@ -183,6 +183,13 @@ TEST(AppendBackward, BuiltinOpsGradientsMatchFiniteDifferences) {
        },
        {4},
        {}},
+      {"sign_times_a",  // y = sign(a) * a = |a|: sign's own gradient is zero
+       [](cf::ProgramBuilder& b) {
+         b.append_op("sign", {{"X", {"a"}}}, {{"Out", {"r"}}});
+         b.append_op("elementwise_mul", {{"X", {"r"}}, {"Y", {"a"}}}, {{"Out", {"y"}}});
+       },
+       {2, 3},
+       {}},
       {"matmul",
        [](cf::ProgramBuilder& b) {
          b.append_op("matmul", {{"X", {"a"}}, {"Y", {"b"}}}, {{"Out", {"y"}}});
@@ -226,6 +233,25 @@ TEST(AppendBackward, BuiltinOpsGradientsMatchFiniteDifferences) {
     b.append_op("mean", {{"X", {"s"}}}, {{"Out", {"loss"}}});
     expect_grads_match(b.build(), "loss", f, params);
   }
+}
+
+// sign's gradient: zeros of X's shape (fill_zeros_like of Out@GRAD; Paddle scaled it by 0).
+TEST(AppendBackward, SignsGradientIsZeros) {
+  cf::ProgramBuilder b;
+  b.parameter("w", DType::kFloat64, {3});
+  for (const char* n : {"s", "loss"}) b.var(n, DType::kFloat64, {});
+  b.append_op("sign", {{"X", {"w"}}}, {{"Out", {"s"}}});
+  b.append_op("mean", {{"X", {"s"}}}, {{"Out", {"loss"}}});
+  cf::BackwardResult r = cf::append_backward(b.build(), "loss");
+  const cf::OpDesc& last = r.program.block(0)->ops.back();
+  EXPECT_EQ(last.type(), "fill_zeros_like");
+  EXPECT_EQ(last.input("X"), (std::vector<std::string>{"s@GRAD"}));
+  EXPECT_EQ(last.output("Out"), (std::vector<std::string>{"w@GRAD"}));
+  cf::Executor ex;
+  Feeds f{{"w", Tensor::from_vector<double>({-2, 0, 3})}};
+  auto out = ex.run(r.program, f, {"s", "w@GRAD"});
+  EXPECT_TRUE(out.at("s").equal_to(Tensor::from_vector<double>({-1, 0, 1})));
+  EXPECT_TRUE(out.at("w@GRAD").equal_to(Tensor::zeros({3}, DType::kFloat64)));
 }
 
 TEST(AppendBackward, DefaultParametersAreThePersistableFloatVariables) {

@@ -561,6 +561,97 @@ TEST(NnRows, BadInputsAreTypedErrorsNamingTheOpAndSlot) {
   EXPECT_NE(m.find("Scale"), std::string::npos) << m;
 }
 
+// split_lod_tensor / merge_lod_tensor: rows by a BOOL column, any dtype, empty parts, and the
+// errors naming the op and the slot.
+cf::Program split_merge_program(DType dt) {
+  cf::ProgramBuilder b;
+  b.var("x", dt, {-1, 2});
+  b.var("m", DType::kBool, {-1, 1});
+  for (const char* n : {"t", "f", "back"}) b.var(n, dt, {});
+  b.append_op("split_lod_tensor", {{"X", {"x"}}, {"Mask", {"m"}}},
+              {{"OutTrue", {"t"}}, {"OutFalse", {"f"}}});
+  b.append_op("merge_lod_tensor",
+              {{"X", {"x"}}, {"Mask", {"m"}}, {"InTrue", {"t"}}, {"InFalse", {"f"}}},
+              {{"Out", {"back"}}});
+  return b.build();
+}
+
+TEST(NnRows, SplitAndMergeLodTensorMoveRowsByTheMask) {
+  cf::Executor ex;
+  for (DType dt : {DType::kFloat32, DType::kInt64}) {
+    const Tensor x = Tensor::arange(10, dt).reshape({5, 2});
+    const Tensor m = Tensor::from_vector<bool>({false, true, true, false, true}, {5, 1});
+    auto out = ex.run(split_merge_program(dt), {{"x", x}, {"m", m}}, {"t", "f", "back"});
+    EXPECT_EQ(values(out.at("t")), (std::vector<double>{2, 3, 4, 5, 8, 9}));
+    EXPECT_EQ(out.at("t").shape(), (cf::Shape{3, 2}));
+    EXPECT_EQ(values(out.at("f")), (std::vector<double>{0, 1, 6, 7}));
+    EXPECT_TRUE(out.at("back").equal_to(x));
+    // Every row one way: the other part has 0 rows and the merge still restores X.
+    const Tensor all = Tensor::from_vector<bool>({true, true, true, true, true}, {5, 1});
+    out = ex.run(split_merge_program(dt), {{"x", x}, {"m", all}}, {"f", "back"});
+    EXPECT_EQ(out.at("f").shape(), (cf::Shape{0, 2}));
+    EXPECT_TRUE(out.at("back").equal_to(x));
+  }
+}
+
+TEST(NnRows, SplitAndMergeLodTensorErrorsNameTheOpAndSlot) {
+  cf::Executor ex;
+  const Tensor x = Tensor::zeros({3, 2}, DType::kFloat32);
+  std::string m = error_of([&] {
+    ex.run(split_merge_program(DType::kFloat32),
+           {{"x", x}, {"m", Tensor::from_vector<bool>({true, false}, {2, 1})}}, {"back"});
+  });
+  EXPECT_NE(m.find("split_lod_tensor: Mask has 2 rows but X has 3"), std::string::npos) << m;
+  // Mask not a column, not BOOL (a program of its own: the feed check would refuse the dtype).
+  cf::ProgramBuilder b;
+  b.var("x", DType::kFloat32, {-1, 2});
+  b.var("m", DType::kInt32, {-1});
+  b.var("t", DType::kFloat32, {});
+  b.var("f", DType::kFloat32, {});
+  b.append_op("split_lod_tensor", {{"X", {"x"}}, {"Mask", {"m"}}},
+              {{"OutTrue", {"t"}}, {"OutFalse", {"f"}}});
+  m = error_of([&] {
+    ex.run(b.build(), {{"x", x}, {"m", Tensor::zeros({3}, DType::kInt32)}}, {"t"});
+  });
+  EXPECT_NE(m.find("split_lod_tensor: Mask must be BOOL, it is int32"), std::string::npos) << m;
+  const cf::OpDesc split = cf::OpDesc::make("split_lod_tensor", {{"X", {"x"}}, {"Mask", {"m"}}},
+                                            {{"OutTrue", {"t"}}, {"OutFalse", {"f"}}});
+  EXPECT_THROW(cf::infer_op(split, {{DType::kFloat32, {3, 2}}, {DType::kBool, {3}}}),
+               cf::ShapeError);
+  const auto inferred = cf::infer_op(split, {{DType::kFloat32, {3, 2}}, {DType::kBool, {3, 1}}});
+  EXPECT_EQ(inferred[0].shape, (std::vector<int64_t>{-1, 2}));  // the mask's values decide
+  // InTrue with more rows than the mask selects for it.
+  cf::ProgramBuilder c;
+  c.var("x", DType::kFloat32, {-1, 2});
+  c.var("m", DType::kBool, {-1, 1});
+  c.var("t", DType::kFloat32, {-1, 2});
+  c.var("f", DType::kFloat32, {-1, 2});
+  c.var("o", DType::kFloat32, {});
+  c.append_op("merge_lod_tensor",
+              {{"X", {"x"}}, {"Mask", {"m"}}, {"InTrue", {"t"}}, {"InFalse", {"f"}}},
+              {{"Out", {"o"}}});
+  m = error_of([&] {
+    ex.run(c.build(),
+           {{"x", x},
+            {"m", Tensor::from_vector<bool>({true, false, false}, {3, 1})},
+            {"t", Tensor::zeros({2, 2}, DType::kFloat32)},
+            {"f", Tensor::zeros({2, 2}, DType::kFloat32)}},
+           {"o"});
+  });
+  EXPECT_NE(m.find("merge_lod_tensor: InTrue has shape (2, 2) but Mask selects 1 rows for it"),
+            std::string::npos)
+      << m;
+  m = error_of([&] {
+    ex.run(c.build(),
+           {{"x", x},
+            {"m", Tensor::from_vector<bool>({true, false, false}, {3, 1})},
+            {"t", Tensor::zeros({1, 2}, DType::kFloat32)},
+            {"f", Tensor::zeros({2, 3}, DType::kFloat32)}},
+           {"o"});
+  });
+  EXPECT_NE(m.find("merge_lod_tensor"), std::string::npos) << m;
+}
+
 TEST(NnRows, AccuracyInTheLossPathIsAppendBackwardsErrorNamingIt) {
   cf::ProgramBuilder b;
   b.parameter("w", DType::kFloat32, {4, 5});

@@ -1,6 +1,7 @@
-// The optimiser and initialiser rows (sgd, momentum, adam, uniform_random, gaussian_random):
-// programs run by the Executor over many steps against scalar references written here from
-// Paddle 1.x's operator formulas, in-place updates without copies, and the errors.
+// The optimiser and initialiser rows (sgd, momentum, adam, adamax, rmsprop, uniform_random,
+// gaussian_random) and sign: programs run by the Executor over many steps against scalar
+// references written here from Paddle 1.x's operator formulas, in-place updates without copies,
+// and the errors.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -85,6 +86,30 @@ cf::Program update_program(const std::string& op, DType dt, const cf::OpDesc::At
     b.append_op("momentum",
                 {{"Param", {"w"}}, {"Grad", {"g"}}, {"Velocity", {"v"}}, {"LearningRate", {"lr"}}},
                 {{"ParamOut", {"w"}}, {"VelocityOut", {"v"}}}, attrs);
+  } else if (op == "adamax") {
+    b.append_op("adamax",
+                {{"Param", {"w"}},
+                 {"Grad", {"g"}},
+                 {"LearningRate", {"lr"}},
+                 {"Moment", {"m1"}},
+                 {"InfNorm", {"m2"}},
+                 {"Beta1Pow", {"b1p"}}},
+                {{"ParamOut", {"w"}}, {"MomentOut", {"m1"}}, {"InfNormOut", {"m2"}}}, attrs);
+    if (advance_pows) {
+      double beta1 = 0.9;
+      for (const auto& [k, v] : attrs) {
+        if (k == "beta1") beta1 = v.as_float();
+      }
+      b.append_op("scale", {{"X", {"b1p"}}}, {{"Out", {"b1p"}}}, {{"scale", Attr::f(beta1)}});
+    }
+  } else if (op == "rmsprop") {
+    b.append_op("rmsprop",
+                {{"Param", {"w"}},
+                 {"MeanSquare", {"m2"}},
+                 {"LearningRate", {"lr"}},
+                 {"Grad", {"g"}},
+                 {"Moment", {"m1"}}},
+                {{"ParamOut", {"w"}}, {"MomentOut", {"m1"}}, {"MeanSquareOut", {"m2"}}}, attrs);
   } else {
     b.append_op("adam",
                 {{"Param", {"w"}},
@@ -131,12 +156,30 @@ struct Reference {
     b1p *= beta1;  // the scale ops
     b2p *= beta2;
   }
+  // m1: Moment, m2: InfNorm.
+  void adamax(const std::vector<double>& g, double lr, double beta1, double beta2, double eps) {
+    const double lr_t = lr / (1 - b1p);
+    for (size_t i = 0; i < w.size(); ++i) {
+      m1[i] = beta1 * m1[i] + (1 - beta1) * g[i];
+      m2[i] = std::max(beta2 * m2[i] + eps, std::abs(g[i]));
+      w[i] -= lr_t * m1[i] / m2[i];
+    }
+    b1p *= beta1;  // the scale op
+  }
+  // m1: Moment, m2: MeanSquare.
+  void rmsprop(const std::vector<double>& g, double lr, double decay, double mu, double eps) {
+    for (size_t i = 0; i < w.size(); ++i) {
+      m2[i] = decay * m2[i] + (1 - decay) * g[i] * g[i];
+      m1[i] = mu * m1[i] + lr * g[i] / std::sqrt(m2[i] + eps);
+      w[i] -= m1[i];
+    }
+  }
 };
 
 struct Config {
   std::string op;
   cf::OpDesc::Attrs attrs;
-  double mu = 0, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  double mu = 0, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, decay = 0.9;
   bool nesterov = false;
 };
 
@@ -166,18 +209,22 @@ void run_steps(const Config& c, DType dt) {
     if (c.op == "sgd") r.sgd(g, lr);
     if (c.op == "momentum") r.momentum(g, lr, f32(c.mu), c.nesterov);
     if (c.op == "adam") r.adam(g, lr, f32(c.beta1), f32(c.beta2), f32(c.eps));
+    if (c.op == "adamax") r.adamax(g, lr, f32(c.beta1), f32(c.beta2), f32(c.eps));
+    if (c.op == "rmsprop") r.rmsprop(g, lr, f32(c.decay), f32(c.mu), f32(c.eps));
     const std::vector<std::string> fetch = {"w", "v", "m1", "m2", "b1p", "b2p"};
     std::map<std::string, Tensor> out = ex.run(p, feeds, fetch);
     for (const std::string& n : fetch) state[n] = out.at(n);
     const std::string at = c.op + " step " + std::to_string(t);
     expect_close(out.at("w"), r.w, rtol, at + " w");
     if (c.op == "momentum") expect_close(out.at("v"), r.v, rtol, at + " v");
-    if (c.op == "adam") {
+    if (c.op == "adam" || c.op == "adamax" || c.op == "rmsprop") {
       expect_close(out.at("m1"), r.m1, rtol, at + " m1");
       expect_close(out.at("m2"), r.m2, rtol, at + " m2");
-      expect_close(out.at("b1p"), {r.b1p}, rtol, at + " b1p");
-      expect_close(out.at("b2p"), {r.b2p}, rtol, at + " b2p");
     }
+    if (c.op == "adam" || c.op == "adamax") {
+      expect_close(out.at("b1p"), {r.b1p}, rtol, at + " b1p");
+    }
+    if (c.op == "adam") expect_close(out.at("b2p"), {r.b2p}, rtol, at + " b2p");
     if (testing::Test::HasFailure()) return;
   }
 }
@@ -210,6 +257,22 @@ TEST(OptimizerRows, SchemasHavePaddleSlotsAttributesAndDefaults) {
   EXPECT_EQ(adam->schema().attr("beta1")->make_default().as_float(), f32(0.9));
   EXPECT_EQ(adam->schema().attr("beta2")->make_default().as_float(), f32(0.999));
   EXPECT_EQ(adam->schema().attr("epsilon")->make_default().as_float(), f32(1e-8));
+  const cf::OpDef* adamax = cf::find_op_def("adamax");
+  ASSERT_NE(adamax, nullptr);
+  EXPECT_EQ(slots(adamax, true),
+            (V{"Param", "Grad", "LearningRate", "Moment", "InfNorm", "Beta1Pow"}));
+  EXPECT_EQ(slots(adamax, false), (V{"ParamOut", "MomentOut", "InfNormOut"}));
+  EXPECT_EQ(adamax->schema().attr("beta1")->make_default().as_float(), f32(0.9));
+  EXPECT_EQ(adamax->schema().attr("beta2")->make_default().as_float(), f32(0.999));
+  EXPECT_EQ(adamax->schema().attr("epsilon")->make_default().as_float(), f32(1e-8));
+  const cf::OpDef* rms = cf::find_op_def("rmsprop");
+  ASSERT_NE(rms, nullptr);
+  EXPECT_EQ(slots(rms, true), (V{"Param", "MeanSquare", "LearningRate", "Grad", "Moment"}));
+  EXPECT_EQ(slots(rms, false), (V{"ParamOut", "MomentOut", "MeanSquareOut"}));
+  EXPECT_EQ(rms->schema().attr("epsilon")->make_default().as_float(), f32(1e-10));
+  EXPECT_EQ(rms->schema().attr("decay")->make_default().as_float(), f32(0.9));
+  EXPECT_EQ(rms->schema().attr("momentum")->make_default().as_float(), 0.0);
+  EXPECT_EQ(rms->schema().attrs().size(), 3u) << "mid-2018 rmsprop has no 'centered'";
   const cf::OpDef* uni = cf::find_op_def("uniform_random");
   ASSERT_NE(uni, nullptr);
   EXPECT_EQ(slots(uni, false), (V{"Out"}));
@@ -223,7 +286,7 @@ TEST(OptimizerRows, SchemasHavePaddleSlotsAttributesAndDefaults) {
   EXPECT_DOUBLE_EQ(gau->schema().attr("std")->make_default().as_float(), 1.0);
   EXPECT_EQ(gau->schema().attr("seed")->make_default().as_int(), 0);
   EXPECT_EQ(gau->schema().attr("dtype")->make_default().as_int(), 5);
-  for (const cf::OpDef* d : {sgd, mom, adam, uni, gau}) {
+  for (const cf::OpDef* d : {sgd, mom, adam, adamax, rms, uni, gau}) {
     EXPECT_FALSE(d->has_grad()) << d->type();
     EXPECT_FALSE(d->no_grad_reason().empty()) << d->type();
   }
@@ -266,6 +329,36 @@ TEST(OptimizerRows, AdamWithScaleOpsAdvancingThePowersMatchesPaddlesFormula) {
   }
 }
 
+TEST(OptimizerRows, AdamaxWithAScaleOpAdvancingBeta1PowMatchesPaddlesFormula) {
+  Config defaults;
+  defaults.op = "adamax";
+  Config c = defaults;
+  // beta2 0.5 and epsilon 0.05: the max takes the decayed norm on some steps, |Grad| on others.
+  c.attrs = {{"beta1", Attr::f(0.8)}, {"beta2", Attr::f(0.5)}, {"epsilon", Attr::f(0.05)}};
+  c.beta1 = 0.8;
+  c.beta2 = 0.5;
+  c.eps = 0.05;
+  for (DType dt : {DType::kFloat64, DType::kFloat32}) {
+    run_steps(defaults, dt);
+    run_steps(c, dt);
+  }
+}
+
+TEST(OptimizerRows, RmspropOverStepsMatchesPaddlesFormula) {
+  Config defaults;  // the op's defaults: decay 0.9, momentum 0, epsilon 1e-10
+  defaults.op = "rmsprop";
+  defaults.eps = 1e-10;
+  Config c = defaults;  // Fluid's RMSProp defaults (rho 0.95, epsilon 1e-6) with momentum
+  c.attrs = {{"decay", Attr::f(0.95)}, {"momentum", Attr::f(0.9)}, {"epsilon", Attr::f(1e-6)}};
+  c.decay = 0.95;
+  c.mu = 0.9;
+  c.eps = 1e-6;
+  for (DType dt : {DType::kFloat64, DType::kFloat32}) {
+    run_steps(defaults, dt);
+    run_steps(c, dt);
+  }
+}
+
 TEST(OptimizerRows, AdamReadsTheBetaPowersWithoutAdvancingThem) {
   const cf::Program p = update_program("adam", DType::kFloat64, {}, /*advance_pows=*/false);
   cf::Executor ex;
@@ -284,19 +377,19 @@ TEST(OptimizerRows, AdamReadsTheBetaPowersWithoutAdvancingThem) {
 }
 
 // A training loop inside one program: w starts seeded, each step's gradient is computed from the
-// current w (that of 0.5 * ||w - target||^2 is w - target), then sgd or momentum updates it.
+// current w (that of 0.5 * ||w - target||^2 is w - target), then sgd, momentum, adamax or rmsprop
+// updates it (v and u: their state; b1p adamax's Beta1Pow, advanced by a scale op).
 cf::Program loop_program(const std::string& op, int steps, int64_t n, bool alias = true) {
   cf::ProgramBuilder b;
-  b.var("w", DType::kFloat32, {n});
-  b.var("w2", DType::kFloat32, {n});
-  b.var("v", DType::kFloat32, {n});
-  b.var("t", DType::kFloat32, {n});
-  b.var("g", DType::kFloat32, {n});
+  for (const char* v : {"w", "w2", "v", "u", "t", "g"}) b.var(v, DType::kFloat32, {n});
   b.var("lr", DType::kFloat32, {1});
+  b.var("b1p", DType::kFloat32, {1});
   b.append_op("uniform_random", {}, {{"Out", {"w"}}},
               {{"shape", Attr::ints({n})}, {"seed", Attr::i(11)}});
   b.fill_constant({n}, DType::kFloat32, 0.25, b.lookup("t"));
-  if (op == "momentum") b.fill_constant({n}, DType::kFloat32, 0.0, b.lookup("v"));
+  if (op != "sgd") b.fill_constant({n}, DType::kFloat32, 0.0, b.lookup("v"));
+  if (op == "adamax" || op == "rmsprop") b.fill_constant({n}, DType::kFloat32, 0.0, b.lookup("u"));
+  if (op == "adamax") b.fill_constant({1}, DType::kFloat32, 0.9, b.lookup("b1p"));
   b.fill_constant({1}, DType::kFloat32, 0.1, b.lookup("lr"));
   const std::string out = alias ? "w" : "w2";
   for (int s = 0; s < steps; ++s) {
@@ -304,11 +397,30 @@ cf::Program loop_program(const std::string& op, int steps, int64_t n, bool alias
     if (op == "sgd") {
       b.append_op("sgd", {{"Param", {"w"}}, {"Grad", {"g"}}, {"LearningRate", {"lr"}}},
                   {{"ParamOut", {out}}});
-    } else {
+    } else if (op == "momentum") {
       b.append_op(
           "momentum",
           {{"Param", {"w"}}, {"Grad", {"g"}}, {"Velocity", {"v"}}, {"LearningRate", {"lr"}}},
           {{"ParamOut", {out}}, {"VelocityOut", {"v"}}}, {{"mu", Attr::f(0.5)}});
+    } else if (op == "adamax") {
+      b.append_op("adamax",
+                  {{"Param", {"w"}},
+                   {"Grad", {"g"}},
+                   {"LearningRate", {"lr"}},
+                   {"Moment", {"v"}},
+                   {"InfNorm", {"u"}},
+                   {"Beta1Pow", {"b1p"}}},
+                  {{"ParamOut", {out}}, {"MomentOut", {"v"}}, {"InfNormOut", {"u"}}});
+      b.append_op("scale", {{"X", {"b1p"}}}, {{"Out", {"b1p"}}}, {{"scale", Attr::f(0.9)}});
+    } else {
+      b.append_op("rmsprop",
+                  {{"Param", {"w"}},
+                   {"MeanSquare", {"u"}},
+                   {"LearningRate", {"lr"}},
+                   {"Grad", {"g"}},
+                   {"Moment", {"v"}}},
+                  {{"ParamOut", {out}}, {"MomentOut", {"v"}}, {"MeanSquareOut", {"u"}}},
+                  {{"momentum", Attr::f(0.5)}});
     }
   }
   return b.build();
@@ -317,33 +429,48 @@ cf::Program loop_program(const std::string& op, int steps, int64_t n, bool alias
 TEST(OptimizerRows, TrainingLoopInOneProgramMatchesTheReference) {
   const int steps = 25;
   const int64_t n = 17;
-  for (const std::string op : {"sgd", "momentum"}) {
+  for (const std::string op : {"sgd", "momentum", "adamax", "rmsprop"}) {
     cf::Executor ex;
     const Tensor w = ex.run(loop_program(op, steps, n), {}, {"w"}).at("w");
     std::vector<double> r = values(cf::uniform_random({n}, -1.0, 1.0, 11, DType::kFloat32));
-    std::vector<double> v(static_cast<size_t>(n), 0.0);
+    std::vector<double> v(static_cast<size_t>(n), 0.0), u = v;
+    double b1p = f32(0.9);
     for (int s = 0; s < steps; ++s) {
       for (size_t i = 0; i < r.size(); ++i) {
         const double g = r[i] - 0.25;
         if (op == "sgd") {
           r[i] -= 0.1 * g;
-        } else {
+        } else if (op == "momentum") {
           v[i] = 0.5 * v[i] + g;
           r[i] -= 0.1 * v[i];
+        } else if (op == "adamax") {
+          v[i] = f32(0.9) * v[i] + (1 - f32(0.9)) * g;
+          u[i] = std::max(f32(0.999) * u[i] + f32(1e-8), std::abs(g));
+          r[i] -= 0.1 / (1 - b1p) * v[i] / u[i];
+        } else {
+          u[i] = f32(0.9) * u[i] + (1 - f32(0.9)) * g * g;
+          v[i] = 0.5 * v[i] + 0.1 * g / std::sqrt(u[i] + f32(1e-10));
+          r[i] -= v[i];
         }
       }
+      b1p *= f32(0.9);
     }
     expect_close(w, r, 1e-5, op);
+    // Not a fixed point: the target 0.25 is approached from the random start.
+    EXPECT_GT(std::abs(r[0] - values(cf::uniform_random({n}, -1.0, 1.0, 11, DType::kFloat32))[0]),
+              1e-3)
+        << op;
   }
 }
 
-// Tensor memory the program may hold: w, t, g and v of n float32 each plus small change. A copy
-// of w (or of v) on any step would need one more n-element buffer alive at once and hit the limit.
+// Tensor memory the program may hold: w, t, g and the states (v, u) of n float32 each plus small
+// change. A copy of w (or of a state) on any step would need one more n-element buffer alive at
+// once and hit the limit.
 TEST(OptimizerRows, UpdatesInPlaceWithoutCopiesWhenTheScopeHoldsTheOnlyReference) {
   const int64_t n = 1 << 18;  // 1 MiB per tensor
   const int64_t mib = int64_t{1} << 20;
-  for (const std::string op : {"sgd", "momentum"}) {
-    const int64_t live = (op == "sgd" ? 3 : 4) * mib;
+  for (const std::string op : {"sgd", "momentum", "adamax", "rmsprop"}) {
+    const int64_t live = (op == "sgd" ? 3 : op == "momentum" ? 4 : 5) * mib;
     cf::Executor ex({.max_memory_bytes = live + mib / 2});
     EXPECT_NO_THROW(ex.run(loop_program(op, 10, n), {}, {"w"})) << op;
     // The check can fail: with ParamOut another variable, each step needs a second buffer.
@@ -435,7 +562,13 @@ TEST(OptimizerRows, ShapeMismatchesAreNamedBySlot) {
                         Case{"momentum", "g", "momentum: Grad has shape (2,)"},
                         Case{"momentum", "v", "momentum: Velocity has shape (2,)"},
                         Case{"adam", "m1", "adam: Moment1 has shape (2,)"},
-                        Case{"adam", "m2", "adam: Moment2 has shape (2,)"}}) {
+                        Case{"adam", "m2", "adam: Moment2 has shape (2,)"},
+                        Case{"adamax", "g", "adamax: Grad has shape (2,) but Param has (3,)"},
+                        Case{"adamax", "m1", "adamax: Moment has shape (2,)"},
+                        Case{"adamax", "m2", "adamax: InfNorm has shape (2,)"},
+                        Case{"rmsprop", "g", "rmsprop: Grad has shape (2,) but Param has (3,)"},
+                        Case{"rmsprop", "m1", "rmsprop: Moment has shape (2,)"},
+                        Case{"rmsprop", "m2", "rmsprop: MeanSquare has shape (2,)"}}) {
     Feeds f = base;
     f[k.var] = z2;
     const std::string err =
@@ -498,6 +631,122 @@ TEST(OptimizerRows, LearningRateAndBetaPowersMustHaveOneElement) {
   EXPECT_EQ(cf::infer_op(sgd, {{dt, {3}}, {dt, {-1}}, {dt, {-1}}})[0].shape,
             (std::vector<int64_t>{3}));
   EXPECT_THROW(cf::infer_op(sgd, {{dt, {3}}, {dt, {4}}, {dt, {1}}}), cf::ShapeError);
+}
+
+TEST(OptimizerRows, AdamaxAndRmspropCheckTypesScalarsAndAttributes) {
+  const DType dt = DType::kFloat64;
+  const Tensor z3 = vec({0, 0, 0}, dt);
+  Feeds base{{"w", vec({1, 2, 3}, dt)},
+             {"g", vec({0.5, -1, 2}, dt)},
+             {"v", z3},
+             {"m1", z3},
+             {"m2", z3},
+             {"lr", scalar1(0.1, dt)},
+             {"b1p", scalar1(0.9, dt)},
+             {"b2p", scalar1(0.999, dt)}};
+  // A state of another dtype: TypeError naming the slot (inference; a feed of another dtype than
+  // the variable's is refused before any op runs).
+  const cf::TensorInfo p64{dt, {3}}, p32{DType::kFloat32, {3}}, one{dt, {1}};
+  const cf::OpDesc rms = cf::OpDesc::make("rmsprop",
+                                          {{"Param", {"w"}},
+                                           {"MeanSquare", {"m2"}},
+                                           {"LearningRate", {"lr"}},
+                                           {"Grad", {"g"}},
+                                           {"Moment", {"m1"}}},
+                                          {{"ParamOut", {"w"}}});
+  const cf::OpDesc amax = cf::OpDesc::make("adamax",
+                                           {{"Param", {"w"}},
+                                            {"Grad", {"g"}},
+                                            {"LearningRate", {"lr"}},
+                                            {"Moment", {"m1"}},
+                                            {"InfNorm", {"m2"}},
+                                            {"Beta1Pow", {"b1p"}}},
+                                           {{"ParamOut", {"w"}}});
+  std::string err;
+  try {
+    cf::infer_op(rms, {p64, p32, one, p64, p64});
+  } catch (const cf::TypeError& e) {
+    err = e.what();
+  }
+  EXPECT_NE(err.find("rmsprop: MeanSquare is float32 but Param is float64"), std::string::npos)
+      << err;
+  err.clear();
+  try {
+    cf::infer_op(amax, {p64, p64, one, p64, p32, one});
+  } catch (const cf::TypeError& e) {
+    err = e.what();
+  }
+  EXPECT_NE(err.find("adamax: InfNorm is float32 but Param is float64"), std::string::npos) << err;
+  EXPECT_THROW(cf::infer_op(amax, {p64, p64, one, p64, p64, {dt, {2}}}), cf::ShapeError);
+  EXPECT_EQ(cf::infer_op(rms, {p64, p64, one, p64, p64})[0].shape, (std::vector<int64_t>{3}));
+  // Beta1Pow and LearningRate: one element; Beta1Pow not 1.
+  Feeds f = base;
+  f["b1p"] = vec({0.9, 0.9}, dt);
+  err = error_of(update_program("adamax", dt, {}), f);
+  EXPECT_NE(err.find("adamax: Beta1Pow must have 1 element"), std::string::npos) << err;
+  f = base;
+  f["b1p"] = scalar1(1.0, dt);
+  err = error_of(update_program("adamax", dt, {}), f);
+  EXPECT_NE(err.find("adamax: Beta1Pow is 1"), std::string::npos) << err;
+  f = base;
+  f["lr"] = vec({0.1, 0.1}, dt);
+  err = error_of(update_program("rmsprop", dt, {}), f);
+  EXPECT_NE(err.find("rmsprop: LearningRate must have 1 element"), std::string::npos) << err;
+  // An integer Param: TypeError.
+  cf::ProgramBuilder b;
+  for (const char* n : {"w", "g", "m1", "m2", "lr"}) b.var(n, DType::kInt32, {-1});
+  b.append_op("rmsprop",
+              {{"Param", {"w"}},
+               {"MeanSquare", {"m2"}},
+               {"LearningRate", {"lr"}},
+               {"Grad", {"g"}},
+               {"Moment", {"m1"}}},
+              {{"ParamOut", {"w"}}, {"MomentOut", {"m1"}}, {"MeanSquareOut", {"m2"}}});
+  const Tensor i3 = Tensor::from_vector<int32_t>({1, 2, 3});
+  err = error_of(
+      b.build(),
+      {{"w", i3}, {"g", i3}, {"m1", i3}, {"m2", i3}, {"lr", Tensor::from_vector<int32_t>({1})}});
+  EXPECT_NE(err.find("rmsprop: Param must be FP32 or FP64"), std::string::npos) << err;
+  // Bad attributes are refused when the program is built or run, naming the attribute.
+  struct Bad {
+    std::string op;
+    cf::OpDesc::Attrs attrs;
+    std::string want;
+  };
+  for (const Bad& k :
+       {Bad{"rmsprop", {{"epsilon", Attr::f(-1e-6)}}, "'epsilon' must be finite and >= 0"},
+        Bad{"rmsprop", {{"decay", Attr::f(1.5)}}, "'decay' must be in [0, 1], got 1.5"},
+        Bad{"rmsprop", {{"momentum", Attr::f(-0.1)}}, "'momentum' must be finite and >= 0"},
+        Bad{"adamax", {{"epsilon", Attr::f(-1e-8)}}, "'epsilon' must be finite and >= 0"},
+        Bad{"adamax", {{"beta1", Attr::f(1.0)}}, "'beta1' must be in [0, 1)"},
+        Bad{"adamax", {{"beta2", Attr::f(-0.5)}}, "'beta2' must be in [0, 1)"}}) {
+    try {
+      err = error_of(update_program(k.op, dt, k.attrs), base);
+    } catch (const std::exception& e) {
+      err = messages(e);
+    }
+    EXPECT_NE(err.find(k.want), std::string::npos) << k.op << ": " << err;
+    EXPECT_NE(err.find(k.op), std::string::npos) << err;
+  }
+}
+
+TEST(OptimizerRows, SignRowGivesMinusOneZeroOneInFloatTypesOnly) {
+  for (DType dt : {DType::kFloat64, DType::kFloat32}) {
+    cf::ProgramBuilder b;
+    b.var("x", dt, {-1});
+    b.var("y", dt, {});
+    b.append_op("sign", {{"X", {"x"}}}, {{"Out", {"y"}}});
+    cf::Executor ex;
+    const Tensor y = ex.run(b.build(), {{"x", vec({-3, 0, 0.25, -1e-20}, dt)}}, {"y"}).at("y");
+    EXPECT_EQ(y.dtype(), dt);
+    EXPECT_EQ(values(y), (std::vector<double>{-1, 0, 1, -1}));
+  }
+  cf::ProgramBuilder b;
+  b.var("x", DType::kInt64, {-1});
+  b.var("y", DType::kInt64, {});
+  b.append_op("sign", {{"X", {"x"}}}, {{"Out", {"y"}}});
+  const std::string err = error_of(b.build(), {{"x", Tensor::from_vector<int64_t>({1, -2})}});
+  EXPECT_NE(err.find("sign: X must be FP32 or FP64"), std::string::npos) << err;
 }
 
 cf::Program random_program(const std::string& op, const cf::OpDesc::Attrs& attrs) {

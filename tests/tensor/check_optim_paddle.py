@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""tensor_optim_paddle: chanflow's paddle_sgd/paddle_momentum/paddle_adam follow Paddle 1.x's ops.
+"""tensor_optim_paddle: chanflow's paddle_sgd/momentum/adam/adamax/rmsprop follow Paddle 1.x's ops.
 
-A NumPy transcription of the sgd, momentum (plain and Nesterov) and adam operators' formulas
-(ParamOut, VelocityOut, Moment1Out, Moment2Out; Beta1Pow/Beta2Pow advanced by the caller after
-each step, starting at beta1/beta2), with L2DecayRegularizer's grad + coeff * param in some runs,
+A NumPy transcription of the sgd, momentum (plain and Nesterov), adam, adamax and rmsprop
+operators' formulas (ParamOut, VelocityOut, Moment1Out, Moment2Out, MomentOut, InfNormOut,
+MeanSquareOut; Beta1Pow/Beta2Pow advanced by the caller after each step, starting at
+beta1/beta2), with L2DecayRegularizer's grad + coeff * param in some runs,
 is run for 100 steps next to tensor_optim_trajectory on the same data (see optim_trajectory.cc),
 in float64 (to 1e-9) and float32 (to 1e-4; NumPy computes float32 in float32, as the kernels do).
 Exits 77 (skipped) when numpy is not installed.
@@ -31,6 +32,12 @@ CONFIGS = {
     "p_adam": ("paddle_adam", dict(lr=0.01, eps=1e-8)),
     "p_adam_eps_sched": ("paddle_adam", dict(lr=0.02, beta1=0.8, beta2=0.99, eps=1e-2,
                                              decay=0.97)),
+    "p_adamax": ("paddle_adamax", dict(lr=0.01)),
+    "p_adamax_sched_l2": ("paddle_adamax", dict(lr=0.03, beta1=0.8, beta2=0.6, eps=0.05,
+                                                decay=0.98, l2=0.01)),
+    "p_rmsprop": ("paddle_rmsprop", dict(lr=0.005, rho=0.9, eps=1e-10)),
+    "p_rmsprop_momentum": ("paddle_rmsprop", dict(lr=0.002, rho=0.95, eps=1e-6, momentum=0.9,
+                                                  decay=0.99)),
 }
 
 
@@ -41,6 +48,7 @@ def run_numpy(data, kind, o, dt):
     s2 = [np.zeros_like(p) for p in ps]
     beta1, beta2, eps = f(o.get("beta1", 0.9)), f(o.get("beta2", 0.999)), f(o.get("eps", 1e-8))
     mu = f(o.get("momentum", 0))
+    rho = f(o.get("rho", 0.9))
     b1p, b2p = beta1, beta2
     one = f(1)
     for step in range(1, STEPS + 1):
@@ -60,6 +68,16 @@ def run_numpy(data, kind, o, dt):
                     ps[k] = p - (g + s1[k] * mu) * lr
                 else:
                     ps[k] = p - lr * s1[k]
+            elif kind == "paddle_adamax":
+                # s1: Moment, s2: InfNorm; Beta1Pow advanced after the step (a scale op).
+                s1[k] = beta1 * s1[k] + (one - beta1) * g
+                s2[k] = np.maximum(beta2 * s2[k] + eps, np.abs(g))
+                ps[k] = p - (lr / (one - b1p)) * (s1[k] / s2[k])
+            elif kind == "paddle_rmsprop":
+                # s1: MeanSquare, s2: Moment.
+                s1[k] = rho * s1[k] + (one - rho) * g * g
+                s2[k] = mu * s2[k] + lr * g / np.sqrt(s1[k] + eps)
+                ps[k] = p - s2[k]
             else:
                 lr_t = lr * (np.sqrt(one - b2p) / (one - b1p))
                 s1[k] = beta1 * s1[k] + (one - beta1) * g

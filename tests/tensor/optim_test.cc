@@ -182,6 +182,17 @@ TEST(OptimAdam, MatchesScalarReferenceOverManySteps) {
   }
 }
 
+// The message of the chanflow::Error f throws.
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const cf::Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
 // ---- Paddle's operators ----
 template <class T>
 void run_paddle() {
@@ -255,6 +266,203 @@ TEST(OptimPaddle, AdamEpsilonDiffersFromTorchOnlyWhereDocumented) {
   EXPECT_GT(std::abs(pp.at<double>({0}) - pt2.at<double>({0})), 1e-3);  // small grads differ
 }
 
+// Paddle's adamax and rmsprop, one configuration each per call, against per-element references.
+template <class T>
+void run_paddle_adamax(double b1, double b2, double eps, const std::string& name) {
+  std::vector<double> rp = rounded<T>(init_vector()), m(kN), u(kN);
+  cf::Tensor p = make<T>(init_vector());
+  cf::Tensor tm = cf::Tensor::zeros(p.shape(), p.dtype()), tu = tm.clone();
+  cf::Tensor lr = cf::Tensor::scalar(0, cf::dtype_of<T>());
+  cf::Tensor tb1p = cf::Tensor::scalar(b1, cf::dtype_of<T>());
+  // The attributes as the kernel sees them: in T.
+  const double b1t = static_cast<T>(b1), b2t = static_cast<T>(b2), epst = static_cast<T>(eps);
+  for (int t = 1; t <= kSteps; ++t) {
+    const std::vector<double> g = rounded<T>(grad_vector(t));
+    lr.fill(lr_value(t));
+    const double l = lr.item<double>(), b1p = tb1p.item<double>();
+    cf::paddle_adamax(p, make<T>(g), tm, tu, lr, tb1p, b1, b2, eps);
+    for (int64_t i = 0; i < kN; ++i) {
+      m[i] = b1t * m[i] + (1 - b1t) * g[i];
+      u[i] = std::max(b2t * u[i] + epst, std::abs(g[i]));
+      rp[i] -= l / (1 - b1p) * m[i] / u[i];
+    }
+    tb1p.fill(b1p * b1t);  // the optimizer's scale op
+  }
+  expect_close(p, rp, tol<T>(), "paddle_adamax/" + name);
+  expect_close(tm, m, tol<T>(), "paddle_adamax moment/" + name);
+  expect_close(tu, u, tol<T>(), "paddle_adamax inf_norm/" + name);
+}
+
+template <class T>
+void run_paddle_rmsprop(double decay, double mu, double eps, const std::string& name) {
+  std::vector<double> rp = rounded<T>(init_vector()), ms(kN), mom(kN);
+  cf::Tensor p = make<T>(init_vector());
+  cf::Tensor tms = cf::Tensor::zeros(p.shape(), p.dtype()), tmom = tms.clone();
+  cf::Tensor lr = cf::Tensor::scalar(0, cf::dtype_of<T>());
+  const double rho = static_cast<T>(decay), mut = static_cast<T>(mu), epst = static_cast<T>(eps);
+  for (int t = 1; t <= kSteps; ++t) {
+    const std::vector<double> g = rounded<T>(grad_vector(t));
+    lr.fill(lr_value(t));
+    const double l = lr.item<double>();
+    cf::paddle_rmsprop(p, make<T>(g), tms, tmom, lr, decay, mu, eps);
+    for (int64_t i = 0; i < kN; ++i) {
+      ms[i] = rho * ms[i] + (1 - rho) * g[i] * g[i];
+      mom[i] = mut * mom[i] + l * g[i] / std::sqrt(ms[i] + epst);
+      rp[i] -= mom[i];
+    }
+  }
+  expect_close(p, rp, tol<T>(), "paddle_rmsprop/" + name);
+  expect_close(tms, ms, tol<T>(), "paddle_rmsprop mean_square/" + name);
+  expect_close(tmom, mom, tol<T>(), "paddle_rmsprop moment/" + name);
+}
+
+TEST(OptimPaddle, AdamaxMatchesScalarReferenceOverManySteps) {
+  // Paddle's defaults, then a small beta2 and a large epsilon, where the max picks the decayed
+  // norm on some steps and |grad| on others.
+  run_paddle_adamax<float>(0.9, 0.999, 1e-8, "defaults/float32");
+  run_paddle_adamax<double>(0.9, 0.999, 1e-8, "defaults/float64");
+  run_paddle_adamax<float>(0.8, 0.5, 0.05, "beta2 0.5 eps 0.05/float32");
+  run_paddle_adamax<double>(0.8, 0.5, 0.05, "beta2 0.5 eps 0.05/float64");
+}
+
+TEST(OptimPaddle, AdamaxTakesTheMaxOfTheDecayedNormAndTheGradient) {
+  // One step by hand: m = 0.1 * g, u = max(0.5 * 1 + 0.1, |g|), p -= 2 / (1 - 0.9) * m / u.
+  cf::Tensor p = cf::Tensor::from_vector<double>({1, 1}),
+             m = cf::Tensor::zeros({2}, cf::DType::kFloat64);
+  cf::Tensor u = cf::Tensor::from_vector<double>({1, 1});
+  const cf::Tensor g = cf::Tensor::from_vector<double>({0.2, -3});
+  cf::paddle_adamax(p, g, m, u, cf::Tensor::scalar(2, cf::DType::kFloat64),
+                    cf::Tensor::scalar(0.9, cf::DType::kFloat64), 0.9, 0.5, 0.1);
+  EXPECT_NEAR(u.at<double>({0}), 0.6, 1e-15);
+  EXPECT_EQ(u.at<double>({1}), 3.0);
+  EXPECT_NEAR(m.at<double>({1}), -0.3, 1e-15);
+  EXPECT_NEAR(p.at<double>({0}), 1 - 20 * 0.02 / 0.6, 1e-14);
+  EXPECT_NEAR(p.at<double>({1}), 1 + 20 * 0.3 / 3, 1e-14);
+}
+
+TEST(OptimPaddle, RmspropMatchesScalarReferenceOverManySteps) {
+  // Paddle's op defaults (decay 0.9, momentum 0, epsilon 1e-10), then Fluid's RMSProp defaults
+  // (rho 0.95, epsilon 1e-6) with momentum.
+  run_paddle_rmsprop<float>(0.9, 0.0, 1e-10, "op defaults/float32");
+  run_paddle_rmsprop<double>(0.9, 0.0, 1e-10, "op defaults/float64");
+  run_paddle_rmsprop<float>(0.95, 0.9, 1e-6, "momentum 0.9/float32");
+  run_paddle_rmsprop<double>(0.95, 0.9, 1e-6, "momentum 0.9/float64");
+}
+
+TEST(OptimPaddle, RmspropErrorsNameTheArgument) {
+  cf::Tensor p = cf::Tensor::zeros({2, 3}, cf::DType::kFloat32);
+  cf::Tensor ms = p.clone(), mom = p.clone();
+  const cf::Tensor g = p.clone(), lr = cf::Tensor::scalar(0.1, cf::DType::kFloat32);
+  cf::Tensor bad = cf::Tensor::zeros({3, 2}, cf::DType::kFloat32);
+  EXPECT_NE(error_of([&] {
+              cf::paddle_rmsprop(p, g, bad, mom, lr, 0.9, 0, 1e-6);
+            }).find("paddle_rmsprop: MeanSquare has shape (3, 2), Param (2, 3)"),
+            std::string::npos);
+  EXPECT_THROW(cf::paddle_rmsprop(p, g, ms, bad, lr, 0.9, 0, 1e-6), cf::ShapeError);
+  cf::Tensor bad_type = cf::Tensor::zeros({2, 3}, cf::DType::kFloat64);
+  EXPECT_NE(error_of([&] {
+              cf::paddle_rmsprop(p, g, ms, bad_type, lr, 0.9, 0, 1e-6);
+            }).find("Moment has dtype float64"),
+            std::string::npos);
+  EXPECT_THROW(cf::paddle_rmsprop(p, bad, ms, mom, lr, 0.9, 0, 1e-6), cf::ShapeError);
+  EXPECT_NE(error_of([&] {
+              cf::paddle_rmsprop(p, g, ms, mom, lr, 0.9, 0, -1e-6);
+            }).find("paddle_rmsprop: epsilon must be finite and >= 0"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] {
+              cf::paddle_rmsprop(p, g, ms, mom, lr, 1.5, 0, 1e-6);
+            }).find("paddle_rmsprop: decay must be in [0, 1], got 1.5"),
+            std::string::npos);
+  EXPECT_THROW(cf::paddle_rmsprop(p, g, ms, mom, lr, NAN, 0, 1e-6), cf::Error);
+  EXPECT_THROW(cf::paddle_rmsprop(p, g, ms, mom, lr, 0.9, -0.5, 1e-6), cf::Error);
+  EXPECT_THROW(
+      cf::paddle_rmsprop(p, g, ms, mom, cf::Tensor::zeros({2}, cf::DType::kFloat32), 0.9, 0, 1e-6),
+      cf::ShapeError);
+  EXPECT_THROW(cf::paddle_rmsprop(p, g, ms, ms, lr, 0.9, 0, 1e-6), cf::Error);  // one object
+  // Nothing was written by the failed calls.
+  EXPECT_EQ(cf::max(cf::abs(ms)).item<float>(), 0.0f);
+}
+
+TEST(OptimPaddle, AdamaxErrorsNameTheArgument) {
+  cf::Tensor p = cf::Tensor::zeros({4}, cf::DType::kFloat64);
+  cf::Tensor m = p.clone(), u = p.clone();
+  const cf::Tensor g = p.clone(), lr = cf::Tensor::scalar(0.1, cf::DType::kFloat64);
+  const cf::Tensor b1p = cf::Tensor::scalar(0.9, cf::DType::kFloat64);
+  cf::Tensor bad = cf::Tensor::zeros({5}, cf::DType::kFloat64);
+  EXPECT_NE(error_of([&] {
+              cf::paddle_adamax(p, g, m, bad, lr, b1p, 0.9, 0.999, 1e-8);
+            }).find("paddle_adamax: InfNorm has shape (5,), Param (4,)"),
+            std::string::npos);
+  EXPECT_THROW(cf::paddle_adamax(p, g, bad, u, lr, b1p, 0.9, 0.999, 1e-8), cf::ShapeError);
+  EXPECT_THROW(cf::paddle_adamax(p, bad, m, u, lr, b1p, 0.9, 0.999, 1e-8), cf::ShapeError);
+  EXPECT_NE(error_of([&] {
+              cf::paddle_adamax(p, g, m, u, lr, cf::Tensor::zeros({2}, cf::DType::kFloat64), 0.9,
+                                0.999, 1e-8);
+            }).find("paddle_adamax: Beta1Pow must have one element"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] {
+              cf::paddle_adamax(p, g, m, u, lr, b1p, 0.9, 0.999, -1e-8);
+            }).find("paddle_adamax: epsilon must be finite and >= 0"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] {
+              cf::paddle_adamax(p, g, m, u, lr, b1p, 1.0, 0.999, 1e-8);
+            }).find("paddle_adamax: beta1 must be in [0, 1)"),
+            std::string::npos);
+  EXPECT_THROW(cf::paddle_adamax(p, g, m, u, lr, b1p, 0.9, -0.1, 1e-8), cf::Error);
+  EXPECT_NE(error_of([&] {
+              cf::paddle_adamax(p, g, m, u, lr, cf::Tensor::scalar(1, cf::DType::kFloat64), 0.9,
+                                0.999, 1e-8);
+            }).find("Beta1Pow must not be 1"),
+            std::string::npos);
+  EXPECT_THROW(cf::paddle_adamax(p, g, m, m, lr, b1p, 0.9, 0.999, 1e-8), cf::Error);
+  cf::Tensor pf = cf::Tensor::zeros({4}, cf::DType::kFloat32);
+  EXPECT_THROW(cf::paddle_adamax(pf, g, m, u, lr, b1p, 0.9, 0.999, 1e-8), cf::TypeError);
+}
+
+TEST(OptimPaddle, AdamaxAndRmspropPropagateNan) {
+  cf::Tensor p = cf::Tensor::from_vector<double>({1, 1, 1});
+  cf::Tensor m = cf::Tensor::zeros({3}, cf::DType::kFloat64);
+  cf::Tensor u = cf::Tensor::from_vector<double>({1, NAN, 1});
+  const cf::Tensor g = cf::Tensor::from_vector<double>({NAN, 0.5, 0.5});
+  const cf::Tensor lr = cf::Tensor::scalar(0.1, cf::DType::kFloat64);
+  cf::paddle_adamax(p, g, m, u, lr, cf::Tensor::scalar(0.9, cf::DType::kFloat64), 0.9, 0.999, 1e-8);
+  EXPECT_TRUE(std::isnan(u.at<double>({0})));  // NaN gradient
+  EXPECT_TRUE(std::isnan(u.at<double>({1})));  // NaN norm: not replaced by |grad|
+  EXPECT_TRUE(std::isnan(p.at<double>({0})));
+  EXPECT_TRUE(std::isnan(p.at<double>({1})));
+  EXPECT_TRUE(std::isfinite(p.at<double>({2})));
+  cf::Tensor q = cf::Tensor::from_vector<float>({1, 1});
+  cf::Tensor ms = cf::Tensor::zeros({2}, cf::DType::kFloat32), mom = ms.clone();
+  cf::paddle_rmsprop(q, cf::Tensor::from_vector<float>({NAN, 1}), ms, mom,
+                     cf::Tensor::scalar(0.1, cf::DType::kFloat32), 0.9, 0, 1e-6);
+  EXPECT_TRUE(std::isnan(q.at<float>({0})));
+  EXPECT_TRUE(std::isfinite(q.at<float>({1})));
+}
+
+TEST(OptimPaddle, SignOfEachElement) {
+  const cf::Tensor x = cf::Tensor::from_vector<double>({-2.5, -0.0, 0.0, 1e-300, INFINITY, NAN});
+  const cf::Tensor s = cf::sign(x);
+  ASSERT_EQ(s.dtype(), cf::DType::kFloat64);
+  EXPECT_EQ(s.at<double>({0}), -1.0);
+  EXPECT_EQ(s.at<double>({1}), 0.0);
+  EXPECT_FALSE(std::signbit(s.at<double>({1})));
+  EXPECT_EQ(s.at<double>({2}), 0.0);
+  EXPECT_EQ(s.at<double>({3}), 1.0);
+  EXPECT_EQ(s.at<double>({4}), 1.0);
+  EXPECT_TRUE(std::isnan(s.at<double>({5})));
+  const cf::Tensor f = cf::sign(cf::Tensor::from_vector<float>({3, -1e-30f, 0}));
+  EXPECT_TRUE(f.equal_to(cf::Tensor::from_vector<float>({1, -1, 0})));
+  const cf::Tensor i = cf::sign(cf::Tensor::from_vector<int32_t>({-7, 0, 9}));
+  EXPECT_TRUE(i.equal_to(cf::Tensor::from_vector<int32_t>({-1, 0, 1})));
+  const cf::Tensor b = cf::sign(cf::Tensor::from_vector<uint8_t>({0, 200}));
+  EXPECT_TRUE(b.equal_to(cf::Tensor::from_vector<uint8_t>({0, 1})));
+  // A strided view is read through its strides.
+  const cf::Tensor v = cf::Tensor::arange(6, cf::DType::kFloat32).reshape({2, 3}).transpose();
+  EXPECT_TRUE(cf::sign(cf::sub(v, cf::Tensor::scalar(2, cf::DType::kFloat32)))
+                  .equal_to(cf::Tensor::from_vector<float>({-1, 1, -1, 1, 0, 1}, {3, 2})));
+  EXPECT_THROW(cf::sign(cf::Tensor()), cf::Error);
+}
+
 // ---- gradient helpers ----
 TEST(OptimGrad, GlobalNormAndClipMatchTorchSemantics) {
   const cf::Tensor a = cf::Tensor::from_vector<float>({3, 4}, {2});
@@ -299,15 +507,6 @@ TEST(OptimGrad, L2DecayAddsCoeffTimesParam) {
 }
 
 // ---- contracts ----
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const cf::Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 TEST(OptimContract, ShapeAndDtypeErrorsNameTheArgument) {
   cf::Tensor p = cf::Tensor::zeros({2, 3}, cf::DType::kFloat32);
@@ -415,11 +614,30 @@ TEST(OptimContract, ChunkedRunsAreIdenticalAndCancelable) {
   cf::paddle_sgd(ps, g, lr, opts);
   cf::paddle_momentum(ps, g, buf, lr, 0.9, true, opts);
   cf::paddle_adam(ps, g, ma, va, lr, lr, lr, 0.9, 0.999, 1e-8, opts);
+  cf::paddle_adamax(ps, g, ma, va, lr, lr, 0.9, 0.999, 1e-8, opts);
+  cf::paddle_rmsprop(ps, g, ma, va, lr, 0.9, 0.5, 1e-6, opts);
   std::vector<cf::Tensor> gs = {g};
   cf::clip_by_global_norm(gs, 1e-3, opts);
   cf::Tensor gd = g.clone();
   cf::l2_decay(gd, p0, 0.1, opts);
-  EXPECT_EQ(sgd_calls, 6 * 9);
+  EXPECT_EQ(sgd_calls, 8 * 9);
+  // Chunked adamax and rmsprop equal their one-pass runs.
+  for (int k = 0; k < 2; ++k) {
+    cf::Tensor pw[2], mw[2], vw[2];
+    for (int c = 0; c < 2; ++c) {
+      pw[c] = p0.clone();
+      mw[c] = cf::Tensor::zeros({n}, cf::DType::kFloat64);
+      vw[c] = cf::Tensor::zeros({n}, cf::DType::kFloat64);
+      const cf::KernelOptions o = c == 0 ? cf::KernelOptions{} : opts;
+      if (k == 0) {
+        cf::paddle_adamax(pw[c], g, mw[c], vw[c], lr, lr, 0.9, 0.999, 1e-8, o);
+      } else {
+        cf::paddle_rmsprop(pw[c], g, mw[c], vw[c], lr, 0.9, 0.5, 1e-6, o);
+      }
+    }
+    EXPECT_TRUE(pw[0].equal_to(pw[1])) << k;
+    EXPECT_TRUE(vw[0].equal_to(vw[1])) << k;
+  }
 }
 
 // ---- initialisers ----

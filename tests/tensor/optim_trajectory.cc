@@ -8,9 +8,10 @@
 // The loss of parameter K is sum(0.5 * a * (p - t)^2 + 0.1 * cos(p) + p * noise(step)), with
 // noise(step)[i] = 0.05 * sin(0.7 * step + 0.37 * i) over the flat index i, so its gradient is
 // a * (p - t) - 0.1 * sin(p) + noise(step). Keys: name (output prefix), kind (sgd, adam,
-// paddle_sgd, paddle_momentum, paddle_adam), steps, lr, decay (lr of step s is
-// lr * decay^(s - 1)), momentum, dampening, nesterov, wd, beta1, beta2, eps, decoupled, clip
-// (global-norm max; 0: none), l2 (l2_decay coefficient applied to the gradient first).
+// paddle_sgd, paddle_momentum, paddle_adam, paddle_adamax, paddle_rmsprop), steps, lr, decay (lr
+// of step s is lr * decay^(s - 1)), momentum, dampening, nesterov, wd, beta1, beta2, eps, rho
+// (rmsprop's decay), decoupled, clip (global-norm max; 0: none), l2 (l2_decay coefficient applied
+// to the gradient first).
 // Writes DIR/out_<name>_K.npy.
 #include <cmath>
 #include <cstdio>
@@ -89,11 +90,15 @@ void run(const std::string& dir, std::map<std::string, std::string>& kv) {
         cf::paddle_momentum(p[k], g[k], s1[k], lr, num("momentum", 0), num("nesterov", 0) != 0);
       } else if (kind == "paddle_adam") {
         cf::paddle_adam(p[k], g[k], s1[k], s2[k], lr, b1p, b2p, beta1, beta2, eps);
+      } else if (kind == "paddle_adamax") {
+        cf::paddle_adamax(p[k], g[k], s1[k], s2[k], lr, b1p, beta1, beta2, eps);
+      } else if (kind == "paddle_rmsprop") {
+        cf::paddle_rmsprop(p[k], g[k], s1[k], s2[k], lr, num("rho", 0.9), num("momentum", 0), eps);
       } else {
         throw std::runtime_error("unknown kind " + kind);
       }
     }
-    // Paddle's optimizer advances the pows after its adam ops (scale ops).
+    // Paddle's optimizer advances the pows after its adam / adamax ops (scale ops).
     b1p = cf::mul(b1p, cf::Tensor::scalar(beta1, dt));
     b2p = cf::mul(b2p, cf::Tensor::scalar(beta2, dt));
   }

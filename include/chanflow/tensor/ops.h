@@ -104,6 +104,9 @@ CHANFLOW_API Tensor logical_not(const Tensor& a, const KernelOptions& opts = {})
 // Same dtype as the input. neg of bool throws TypeError; neg/abs of integers wrap (abs(INT_MIN)).
 CHANFLOW_API Tensor neg(const Tensor& a, const KernelOptions& opts = {});
 CHANFLOW_API Tensor abs(const Tensor& a, const KernelOptions& opts = {});
+// -1, 0 or 1 by the sign of each element, same dtype (Paddle's sign op; NumPy's np.sign): bool is
+// returned as is, unsigned integers give 0 or 1, -0.0 gives 0, and NaN gives NaN.
+CHANFLOW_API Tensor sign(const Tensor& a, const KernelOptions& opts = {});
 // max(a, 0), same dtype, NaN propagates.
 CHANFLOW_API Tensor relu(const Tensor& a, const KernelOptions& opts = {});
 // Float-valued: the result dtype is float_result_type(a.dtype()) (int8 -> float16 ...).

@@ -1,5 +1,5 @@
 // optim.h — fused in-place optimiser updates: PyTorch's SGD/Adam/AdamW, Paddle 1.x's sgd,
-// momentum and adam ops, global-norm gradient clipping and L2 weight decay.
+// momentum, adam, adamax and rmsprop ops, global-norm gradient clipping and L2 weight decay.
 //
 // Each update reads the gradient and writes the parameter and its optimiser state in one pass
 // over memory. The learning rate is a one-element tensor read when the kernel is called, so a
@@ -18,8 +18,9 @@
 //  * sgd_step / adam_step follow torch.optim (PyTorch 1.13) exactly: SGD with momentum,
 //    dampening, Nesterov and L2 weight decay added to the gradient; Adam with L2 weight decay or
 //    AdamW's decoupled decay, and bias correction.
-//  * paddle_sgd / paddle_momentum / paddle_adam follow Paddle Fluid 1.x's sgd, momentum and adam
-//    operators (ParamOut, VelocityOut, Moment1Out, Moment2Out are written into the inputs).
+//  * paddle_sgd / paddle_momentum / paddle_adam / paddle_adamax / paddle_rmsprop follow Paddle
+//    Fluid 1.x's sgd, momentum, adam, adamax and rmsprop operators (ParamOut, VelocityOut,
+//    Moment1Out ... are written into the inputs).
 // The two Adams differ in where epsilon goes (see paddle_adam) and in who keeps the step count
 // (adam_step takes it; paddle_adam reads Beta1Pow/Beta2Pow tensors that its caller advances).
 //
@@ -133,6 +134,30 @@ CHANFLOW_API void paddle_adam(Tensor& param, const Tensor& grad, Tensor& moment1
                               const Tensor& lr, const Tensor& beta1_pow, const Tensor& beta2_pow,
                               double beta1, double beta2, double epsilon,
                               const KernelOptions& opts = {});
+
+// Paddle's adamax op (Adam with the infinity norm, section 7 of Kingma & Ba):
+//   MomentOut  = beta1 * Moment + (1 - beta1) * Grad
+//   InfNormOut = max(beta2 * InfNorm + epsilon, |Grad|)
+//   ParamOut   = Param - LearningRate / (1 - Beta1Pow) * MomentOut / InfNormOut
+// moment and inf_norm are zeros before the first step. beta1_pow is a one-element tensor holding
+// beta1^t for this step t; as for paddle_adam, the op reads it and does not advance it (Paddle's
+// AdamaxOptimizer appends a scale op by beta1 after the update and starts it at beta1). epsilon
+// sits inside the max, so InfNormOut >= epsilon > 0 keeps the division finite. A NaN in either
+// operand of the max gives NaN. Errors: betas outside [0, 1), epsilon negative or not finite,
+// Beta1Pow equal to 1.
+CHANFLOW_API void paddle_adamax(Tensor& param, const Tensor& grad, Tensor& moment, Tensor& inf_norm,
+                                const Tensor& lr, const Tensor& beta1_pow, double beta1,
+                                double beta2, double epsilon, const KernelOptions& opts = {});
+
+// Paddle's rmsprop op (mid-2018: no `centered` variant):
+//   MeanSquareOut = decay * MeanSquare + (1 - decay) * Grad * Grad
+//   MomentOut     = momentum * Moment + LearningRate * Grad / sqrt(MeanSquareOut + epsilon)
+//   ParamOut      = Param - MomentOut
+// mean_square and moment are zeros before the first step. epsilon is added under the root (not
+// to it, as Adam does). Errors: decay outside [0, 1], momentum or epsilon negative or not finite.
+CHANFLOW_API void paddle_rmsprop(Tensor& param, const Tensor& grad, Tensor& mean_square,
+                                 Tensor& moment, const Tensor& lr, double decay, double momentum,
+                                 double epsilon, const KernelOptions& opts = {});
 
 // ---- gradient helpers ----
 

@@ -1,4 +1,5 @@
-"""Fluid's optimisers: ``SGD``, ``Momentum``, ``Adam`` (``SGDOptimizer`` ...)::
+"""Fluid's optimisers: ``SGD``, ``Momentum``, ``Adam``, ``Adamax``, ``RMSProp``
+(``SGDOptimizer`` ...)::
 
     loss = fluid.layers.mean(fluid.layers.cross_entropy(prediction, label))
     fluid.optimizer.Adam(learning_rate=0.01).minimize(loss)
@@ -11,12 +12,14 @@ ops (``regularization=`` or a parameter's ``ParamAttr(regularizer=)``) and one o
 parameter, with op_role Optimize. The learning rate is a persistable ``learning_rate_<n>``
 variable set by the startup program (or the Variable given); a parameter's
 ``ParamAttr(learning_rate=f)`` scales it by ``f``. Accumulators (Momentum's velocity, Adam's
-moments and beta powers) are persistable variables ``<param>_<name>_<n>`` initialised in the
-startup program.
+moments and beta powers, Adamax's moment, inf_norm and beta1 power, RMSProp's momentum and
+mean_square) are persistable variables ``<param>_<name>_<n>`` initialised in the startup
+program; a beta power is one per parameter (mid-2018 Fluid shared one per optimizer, with the
+same values).
 
-Optimisers Fluid had whose ops chanflow does not register (``Adamax``, ``RMSProp``,
-``Adagrad``, ``DecayedAdagrad``, ``Ftrl``, ``Adadelta``, ``ModelAverage``) raise
-``UnimplementedError`` naming the class when made.
+Optimisers Fluid had whose ops chanflow does not register (``Adagrad``, ``DecayedAdagrad``,
+``Ftrl``, ``Adadelta``, ``ModelAverage``) raise ``UnimplementedError`` naming the class when
+made.
 
 ``LARS_weight_decay=wd > 0`` scales each parameter's learning rate by LARS (Fluid's
 ``append_LARS``): ``lr * ||param|| / (||grad|| + wd * ||param||)``, computed by ops of the main
@@ -342,19 +345,134 @@ class AdamOptimizer(Optimizer):
         return ops
 
 
+class AdamaxOptimizer(Optimizer):
+    """Adamax (Kingma & Ba, section 7), Adam with the infinity norm: an ``adamax`` op per
+    parameter with its ``moment`` and ``inf_norm`` accumulators and ``beta1 ** t`` (a
+    ``beta1_pow_acc`` accumulator starting at ``beta1``, advanced by a ``scale`` op after the
+    updates)::
+
+        moment = beta1 * moment + (1 - beta1) * grad
+        inf_norm = max(beta2 * inf_norm + epsilon, |grad|)
+        param -= lr / (1 - beta1 ** t) * moment / inf_norm
+    """
+
+    _moment_acc_str = "moment"
+    _inf_norm_acc_str = "inf_norm"
+    _beta1_pow_acc_str = "beta1_pow_acc"
+
+    def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8, **kwargs):
+        _require_set(type(self).__name__, beta1=beta1, beta2=beta2, epsilon=epsilon)
+        super(AdamaxOptimizer, self).__init__(learning_rate=learning_rate, **kwargs)
+        self.type = "adamax"
+        self._beta1 = float(beta1)
+        self._beta2 = float(beta2)
+        self._epsilon = float(epsilon)
+
+    def _create_accumulators(self, block, parameters):
+        for p in parameters:
+            self._add_accumulator(self._moment_acc_str, p)
+            self._add_accumulator(self._inf_norm_acc_str, p)
+            self._add_accumulator(self._beta1_pow_acc_str, p, fill_value=self._beta1, shape=[1])
+
+    def _append_optimize_op(self, block, param_and_grad):
+        param, grad = param_and_grad
+        moment = self._get_accumulator(self._moment_acc_str, param)
+        inf_norm = self._get_accumulator(self._inf_norm_acc_str, param)
+        return block.append_op(
+            type="adamax",
+            inputs={
+                "Param": param,
+                "Grad": grad,
+                "LearningRate": self._create_param_lr(param_and_grad),
+                "Moment": moment,
+                "InfNorm": inf_norm,
+                "Beta1Pow": self._get_accumulator(self._beta1_pow_acc_str, param),
+            },
+            outputs={"ParamOut": param, "MomentOut": moment, "InfNormOut": inf_norm},
+            attrs={"beta1": self._beta1, "beta2": self._beta2, "epsilon": self._epsilon},
+        )
+
+    def _finish_update(self, block, parameters_and_grads):
+        ops = []
+        for param, grad in parameters_and_grads:
+            if grad is None or not param.trainable:
+                continue
+            pow_acc = self._get_accumulator(self._beta1_pow_acc_str, param)
+            ops.append(
+                block.append_op(
+                    type="scale",
+                    inputs={"X": pow_acc},
+                    outputs={"Out": pow_acc},
+                    attrs={"scale": self._beta1},
+                )
+            )
+        return ops
+
+
+class RMSPropOptimizer(Optimizer):
+    """RMSProp (Hinton's lecture 6e) with optional momentum: an ``rmsprop`` op per parameter
+    with its ``mean_square`` and ``momentum`` accumulators::
+
+        mean_square = rho * mean_square + (1 - rho) * grad ** 2
+        momentum = momentum_coeff * momentum + lr * grad / sqrt(mean_square + epsilon)
+        param -= momentum
+
+    ``rho`` is the op's ``decay`` attribute. As Fluid in mid-2018, there is no ``centered``
+    variant."""
+
+    _momentum_acc_str = "momentum"
+    _mean_square_acc_str = "mean_square"
+
+    def __init__(self, learning_rate, rho=0.95, epsilon=1.0e-6, momentum=0.0, **kwargs):
+        _require_set(type(self).__name__, rho=rho, epsilon=epsilon, momentum=momentum)
+        super(RMSPropOptimizer, self).__init__(learning_rate=learning_rate, **kwargs)
+        self.type = "rmsprop"
+        self._rho = float(rho)
+        self._epsilon = float(epsilon)
+        self._momentum = float(momentum)
+
+    def _create_accumulators(self, block, parameters):
+        for p in parameters:
+            self._add_accumulator(self._momentum_acc_str, p)
+            self._add_accumulator(self._mean_square_acc_str, p)
+
+    def _append_optimize_op(self, block, param_and_grad):
+        param, grad = param_and_grad
+        momentum = self._get_accumulator(self._momentum_acc_str, param)
+        mean_square = self._get_accumulator(self._mean_square_acc_str, param)
+        return block.append_op(
+            type="rmsprop",
+            inputs={
+                "Param": param,
+                "Grad": grad,
+                "Moment": momentum,
+                "MeanSquare": mean_square,
+                "LearningRate": self._create_param_lr(param_and_grad),
+            },
+            outputs={"ParamOut": param, "MomentOut": momentum, "MeanSquareOut": mean_square},
+            attrs={"epsilon": self._epsilon, "decay": self._rho, "momentum": self._momentum},
+        )
+
+
+def _require_set(cls, **values):
+    """Fluid's checks: a hyperparameter given as None raises ValueError naming it."""
+    for name in sorted(values):
+        if values[name] is None:
+            raise ValueError("%s: %s is not set" % (cls, name))
+
+
 def _unimplemented(name, missing):
     def __init__(self, *args, **kwargs):
         raise UnimplementedError(
-            "%s: chanflow has no '%s' op (the op table's optimisers are sgd, momentum and "
-            "adam); use fluid.optimizer.SGD, Momentum or Adam" % (name, missing)
+            "%s: chanflow has no '%s' op (the op table's optimisers are sgd, momentum, adam, "
+            "adamax and rmsprop); use fluid.optimizer.SGD, Momentum, Adam, Adamax or RMSProp"
+            % (name, missing)
         )
 
     return type(name, (Optimizer,), {"__init__": __init__, "__doc__": "Not supported: raises "
                                      "``UnimplementedError`` when made."})
 
 
-AdamaxOptimizer = _unimplemented("AdamaxOptimizer", "adamax")
-RMSPropOptimizer = _unimplemented("RMSPropOptimizer", "rmsprop")
 AdagradOptimizer = _unimplemented("AdagradOptimizer", "adagrad")
 DecayedAdagradOptimizer = _unimplemented("DecayedAdagradOptimizer", "decayed_adagrad")
 FtrlOptimizer = _unimplemented("FtrlOptimizer", "ftrl")

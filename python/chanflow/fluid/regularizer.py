@@ -1,5 +1,6 @@
 """Fluid's weight decay: ``L2Decay(coeff)`` adds ``coeff * param`` to a parameter's gradient
-before the optimiser op (a ``scale`` op and a ``sum`` op writing the gradient variable)::
+before the optimiser op (a ``scale`` op and a ``sum`` op writing the gradient variable),
+``L1Decay(coeff)`` adds ``coeff * sign(param)`` (a ``sign`` op, a ``scale`` op, the ``sum``)::
 
     fluid.optimizer.SGD(0.1, regularization=fluid.regularizer.L2Decay(1e-4)).minimize(loss)
 
@@ -8,7 +9,13 @@ A parameter's own ``ParamAttr(regularizer=...)`` takes precedence over the optim
 
 from . import framework
 
-__all__ = ["L2Decay", "L2DecayRegularizer", "append_regularization_ops"]
+__all__ = [
+    "L1Decay",
+    "L1DecayRegularizer",
+    "L2Decay",
+    "L2DecayRegularizer",
+    "append_regularization_ops",
+]
 
 
 class WeightDecayRegularizer(object):
@@ -45,12 +52,32 @@ class L2DecayRegularizer(WeightDecayRegularizer):
 
 
 class L1DecayRegularizer(WeightDecayRegularizer):
-    """Fluid's L1 decay needs a ``sign`` op, which chanflow does not register."""
+    """``coeff * sign(param)``: the (sub)gradient of ``coeff * sum(|param|)``, which pushes
+    weights to exactly zero. A ``sign`` op then a ``scale`` op in place on the decay variable."""
 
     def __init__(self, regularization_coeff=0.0):
-        raise NotImplementedError(
-            "L1Decay: chanflow has no 'sign' op to build the L1 decay from; use L2Decay"
+        if regularization_coeff is None:
+            raise ValueError("L1Decay: regularization_coeff is not set")
+        self._regularization_coeff = float(regularization_coeff)
+
+    def __call__(self, param, grad, block):
+        decay = block.create_var(
+            name=framework.unique_name.generate(param.name + "@L1DECAY"),
+            dtype=param.dtype,
+            shape=param.shape,
+            lod_level=param.lod_level,
         )
+        block.append_op(type="sign", inputs={"X": param}, outputs={"Out": decay})
+        block.append_op(
+            type="scale",
+            inputs={"X": decay},
+            outputs={"Out": decay},
+            attrs={"scale": self._regularization_coeff},
+        )
+        return decay
+
+    def __str__(self):
+        return "L1Decay, regularization_coeff=%f" % self._regularization_coeff
 
 
 def append_regularization_ops(parameters_and_grads, regularization=None):

@@ -1,4 +1,5 @@
-"""Fluid's control-flow layers: ``While``, ``increment``, ``less_than``, ``equal``, ``Print``,
+"""Fluid's control-flow layers: ``While``, ``Switch``, ``IfElse``, ``ConditionalBlock``,
+``split_lod_tensor``, ``merge_lod_tensor``, ``increment``, ``less_than``, ``equal``, ``Print``,
 and ``BlockGuard``, the ``with`` statement that opens a sub-block.
 
 ``While(cond)`` runs its block while the one-element BOOL ``cond`` is true; the body must write
@@ -15,6 +16,32 @@ and ``BlockGuard``, the ``with`` statement that opens a sub-block.
 The ``while`` op lists as ``X`` what the body reads before writing it, as ``Out`` the enclosing
 block's variables it writes (the condition included), and a ``STEP_SCOPES`` variable, as Fluid's
 ``While`` did.
+
+``Switch`` runs the first case whose one-element BOOL condition is true, else its default (each
+case a ``conditional_block`` with ``is_scalar_condition``, guarded by ``logical_and``/
+``logical_not`` of the earlier conditions, as Fluid built it); the learning-rate schedules'
+idiom::
+
+    with Switch() as switch:
+        with switch.case(less_than(step, boundary)):
+            assign(warm_lr, output=lr)
+        with switch.default():
+            assign(base_lr, output=lr)
+
+``IfElse(cond)`` splits the rows of its inputs by the BOOL column ``cond`` ([N, 1]): the true
+block computes on the rows where ``cond`` is true, the false block on the others, and
+``ie()`` merges the blocks' outputs back into row order (``split_lod_tensor`` /
+``merge_lod_tensor``; both blocks always run, on possibly empty row sets)::
+
+    ie = IfElse(less_than(x, limit))
+    with ie.true_block():
+        ie.output(scale(ie.input(x), scale=2.0))
+    with ie.false_block():
+        ie.output(scale(ie.input(x), scale=-1.0))
+    out, = ie()
+
+chanflow does not differentiate through ``conditional_block``: these are forward-only (a loss
+depending on an ``IfElse`` or ``Switch`` output raises naming the op when its gradient is built).
 """
 
 from .. import core
@@ -22,7 +49,20 @@ from .. import framework
 from .. import unique_name
 from ..layer_helper import LayerHelper
 
-__all__ = ["BlockGuard", "While", "ParallelDo", "increment", "less_than", "equal", "Print"]
+__all__ = [
+    "BlockGuard",
+    "While",
+    "ParallelDo",
+    "ConditionalBlock",
+    "Switch",
+    "IfElse",
+    "split_lod_tensor",
+    "merge_lod_tensor",
+    "increment",
+    "less_than",
+    "equal",
+    "Print",
+]
 
 VarType = core.VarDesc.VarType
 
@@ -321,6 +361,308 @@ class ParallelDo(object):
             results.append(concat(per_place, axis=0))
         self._results = results
         self.status = ParallelDo.AFTER_PARALLEL_DO_BLOCK
+
+
+class ConditionalBlockGuard(BlockGuard):
+    """``with cond_block.block():``: the body's layers go to the conditional block; leaving it
+    appends the ``conditional_block`` op to the enclosing block."""
+
+    def __init__(self, block):
+        if not isinstance(block, ConditionalBlock):
+            raise TypeError("ConditionalBlockGuard takes a ConditionalBlock, got %r" % (block,))
+        super(ConditionalBlockGuard, self).__init__(block.helper.main_program)
+        self.block = block
+
+    def __exit__(self, exc_type, exc_val, exc_tb):
+        try:
+            if exc_type is None:
+                self._check_current("ConditionalBlock")
+                self.block._complete(self._block)
+        finally:
+            self._leave()
+        return False
+
+
+class ConditionalBlock(object):
+    """A block run once when its condition holds: ``ConditionalBlock(inputs,
+    is_scalar_condition=False, name=None)``. With ``is_scalar_condition`` ``inputs`` is one
+    one-element BOOL variable, the condition; otherwise the block runs when every variable of
+    ``inputs`` is non-empty (IfElse's use).
+
+    The ``conditional_block`` op lists ``inputs`` as ``X``, as ``Params`` what the body reads
+    before writing it, as ``Out`` the enclosing blocks' variables it writes (both sorted), and a
+    ``STEP_SCOPES`` ``Scope`` variable, as Fluid's."""
+
+    def __init__(self, inputs, is_scalar_condition=False, name=None):
+        inputs = list(inputs)
+        for each in inputs:
+            _check_variable(each, "each input", "ConditionalBlock")
+        if not inputs:
+            raise ValueError("ConditionalBlock: inputs is empty")
+        if is_scalar_condition:
+            if len(inputs) != 1:
+                raise ValueError("ConditionalBlock: a scalar condition is one variable, got %d"
+                                 % len(inputs))
+            _check_bool_scalar(inputs[0], "ConditionalBlock")
+        self.inputs = inputs
+        self.is_scalar_condition = bool(is_scalar_condition)
+        self.helper = LayerHelper("conditional_block", name=name)
+
+    def block(self):
+        return ConditionalBlockGuard(self)
+
+    def _complete(self, inside_block):
+        program = self.helper.main_program
+        parent_block = program.block(inside_block.parent_idx)
+        reads, written = reads_and_writes(inside_block.ops)
+        input_names = set(v.name for v in self.inputs)
+        params = [parent_block.var_recursive(n) for n in sorted(reads)
+                  if n not in input_names and n not in inside_block.vars]
+        outs = []
+        for n in sorted(written):
+            if n in inside_block.vars:
+                continue
+            v = parent_block._find_var_recursive(n)
+            if v is not None:
+                outs.append(v)
+        step_scope = parent_block.create_var(type=VarType.STEP_SCOPES)
+        parent_block.append_op(
+            type="conditional_block",
+            inputs={"X": self.inputs, "Params": params},
+            outputs={"Out": outs, "Scope": [step_scope]},
+            attrs={"sub_block": inside_block, "is_scalar_condition": self.is_scalar_condition},
+        )
+
+
+def _check_bool_scalar(cond, layer):
+    _check_variable(cond, "the condition", layer)
+    if cond.dtype != VarType.BOOL:
+        raise TypeError("%s: the condition '%s' must be a BOOL variable, not %r"
+                        % (layer, cond.name, cond.dtype))
+    size = 1
+    for d in cond.shape or ():
+        size *= d
+    if cond.shape and size != 1:
+        raise TypeError("%s: the condition '%s' must have one element, its shape is %s"
+                        % (layer, cond.name, list(cond.shape)))
+
+
+class Switch(object):
+    """Fluid's ``Switch(name=None)``: ``with Switch() as switch:``, then ``with
+    switch.case(cond):`` blocks (``cond`` a one-element BOOL variable) and at most one ``with
+    switch.default():`` after them. The first case whose condition is true runs, else the
+    default.
+
+    Case ``k`` runs under ``not c_0 and ... and not c_{k-1} and c_k`` (``logical_not`` /
+    ``logical_and`` ops appended when the case is made, as Fluid), so the conditions are all
+    evaluated before the first case body runs; a case body that changes a later case's
+    condition does not change which case runs."""
+
+    def __init__(self, name=None):
+        self.helper = LayerHelper("switch", name=name)
+        self.inside_scope = False
+        self.pre_not_conditions = []
+        self._has_default = False
+
+    def case(self, condition):
+        from .nn import logical_and, logical_not
+
+        if not self.inside_scope:
+            raise ValueError("Switch.case must be called inside 'with Switch() as switch:'")
+        if self._has_default:
+            raise ValueError("Switch.case after Switch.default: the default must come last")
+        _check_bool_scalar(condition, "Switch.case")
+        if not self.pre_not_conditions:
+            cond_block = ConditionalBlock([condition], is_scalar_condition=True)
+            self.pre_not_conditions.append(logical_not(x=condition))
+        else:
+            pre_not = self.pre_not_conditions[-1]
+            self.pre_not_conditions.append(
+                logical_and(x=pre_not, y=logical_not(x=condition)))
+            cond_block = ConditionalBlock([logical_and(x=pre_not, y=condition)],
+                                          is_scalar_condition=True)
+        return ConditionalBlockGuard(cond_block)
+
+    def default(self):
+        if not self.inside_scope:
+            raise ValueError("Switch.default must be called inside 'with Switch() as switch:'")
+        if not self.pre_not_conditions:
+            raise ValueError("Switch.default: there should be at least one case before it")
+        if self._has_default:
+            raise ValueError("Switch.default: a Switch has one default")
+        self._has_default = True
+        cond_block = ConditionalBlock([self.pre_not_conditions[-1]], is_scalar_condition=True)
+        return ConditionalBlockGuard(cond_block)
+
+    def __enter__(self):
+        self.inside_scope = True
+        return self
+
+    def __exit__(self, exc_type, exc_val, exc_tb):
+        self.inside_scope = False
+        return False
+
+
+def split_lod_tensor(input, mask, level=0):
+    """``(out_true, out_false)``: the rows of ``input`` where the BOOL column ``mask`` ([N, 1])
+    is true, and the others, in order (a ``split_lod_tensor`` op; chanflow's tensors carry no
+    LoD, so ``level`` must be 0: the rows)."""
+    _check_variable(input, "input", "split_lod_tensor")
+    _check_variable(mask, "mask", "split_lod_tensor")
+    helper = LayerHelper("split_lod_tensor", **locals())
+    out_true = helper.create_tmp_variable(dtype=input.dtype, shape=input.shape)
+    out_false = helper.create_tmp_variable(dtype=input.dtype, shape=input.shape)
+    helper.append_op(
+        type="split_lod_tensor",
+        inputs={"X": [input], "Mask": [mask]},
+        outputs={"OutTrue": [out_true], "OutFalse": [out_false]},
+        attrs={"level": level},
+    )
+    return out_true, out_false
+
+
+def merge_lod_tensor(in_true, in_false, x, mask, level=0):
+    """The rows of ``in_true`` and ``in_false`` merged into ``mask``'s order (row ``i`` from
+    ``in_true`` when ``mask[i]``); ``x`` gives the row count (a ``merge_lod_tensor`` op)."""
+    for value, what in ((in_true, "in_true"), (in_false, "in_false"), (x, "x"), (mask, "mask")):
+        _check_variable(value, what, "merge_lod_tensor")
+    helper = LayerHelper("merge_lod_tensor", **locals())
+    out = helper.create_tmp_variable(dtype=in_true.dtype, shape=in_true.shape)
+    helper.append_op(
+        type="merge_lod_tensor",
+        inputs={"X": [x], "Mask": [mask], "InTrue": [in_true], "InFalse": [in_false]},
+        outputs={"Out": [out]},
+        attrs={"level": level},
+    )
+    return out
+
+
+class IfElseBlockGuard(object):
+    def __init__(self, is_true, ifelse):
+        if not isinstance(ifelse, IfElse):
+            raise TypeError("IfElseBlockGuard takes an IfElse")
+        if ifelse.status != IfElse.OUT_IF_ELSE_BLOCKS:
+            raise ValueError("IfElse: true_block()/false_block() cannot be opened inside a block")
+        self.is_true = is_true
+        self.ie = ifelse
+        side = ifelse.conditional_true_block if is_true else ifelse.conditional_false_block
+        self.cond_block = side.block()
+
+    def __enter__(self):
+        self.ie.status = (IfElse.IN_IF_ELSE_TRUE_BLOCKS if self.is_true
+                          else IfElse.IN_IF_ELSE_FALSE_BLOCKS)
+        self.cond_block.__enter__()
+
+    def __exit__(self, exc_type, exc_val, exc_tb):
+        try:
+            if exc_type is None and not self.ie.output_table[1 if self.is_true else 0]:
+                raise ValueError("IfElse: the %s block set no output (call ie.output(...) in it)"
+                                 % ("true" if self.is_true else "false"))
+        except BaseException:
+            self.cond_block._leave()
+            self.ie.status = IfElse.OUT_IF_ELSE_BLOCKS
+            raise
+        try:
+            self.cond_block.__exit__(exc_type, exc_val, exc_tb)
+        finally:
+            self.ie.status = IfElse.OUT_IF_ELSE_BLOCKS
+        return False
+
+
+class IfElse(object):
+    """Fluid's ``IfElse(cond, name=None)``: per-row if/else on the BOOL column ``cond`` ([N,
+    1])::
+
+        ie = IfElse(cond)
+        with ie.true_block():
+            ie.output(f(ie.input(x)))     # the rows of x where cond is true
+        with ie.false_block():
+            ie.output(g(ie.input(x)))     # the others
+        out = ie()                        # a list: each output merged back into row order
+
+    ``ie.input(x)`` splits ``x`` once (a ``split_lod_tensor`` op in the enclosing block) and
+    gives the current block's part; ``ie.output(*vars)`` assigns each to a new variable of the
+    enclosing block. Both blocks run (each is a ``conditional_block`` on ``cond``, which is never
+    empty), on possibly empty row sets. ``ie()`` merges the outputs pairwise
+    (``merge_lod_tensor``); when only one block set outputs, it returns those unmerged, as
+    Fluid."""
+
+    OUT_IF_ELSE_BLOCKS = 0
+    IN_IF_ELSE_TRUE_BLOCKS = 1
+    IN_IF_ELSE_FALSE_BLOCKS = 2
+
+    def __init__(self, cond, name=None):
+        _check_variable(cond, "cond", "IfElse")
+        if cond.dtype != VarType.BOOL:
+            raise TypeError("IfElse: cond '%s' must be a BOOL variable, not %r"
+                            % (cond.name, cond.dtype))
+        self.helper = LayerHelper("ifelse", name=name)
+        self.cond = cond
+        self.input_table = {}
+        self.status = IfElse.OUT_IF_ELSE_BLOCKS
+        self.conditional_true_block = ConditionalBlock(inputs=[self.cond])
+        self.conditional_false_block = ConditionalBlock(inputs=[self.cond])
+        self.output_table = ([], [])  # (false block's outputs, true block's outputs)
+
+    def _parent_block(self):
+        current = self.helper.main_program.current_block()
+        return self.helper.main_program.block(current.parent_idx)
+
+    def input(self, x):
+        if self.status == IfElse.OUT_IF_ELSE_BLOCKS:
+            raise ValueError("IfElse.input must be called in true_block() or false_block()")
+        _check_variable(x, "input", "IfElse")
+        if id(x) not in self.input_table:
+            parent = self._parent_block()
+            parts = []
+            for _ in range(2):
+                parts.append(parent.create_var(
+                    name=unique_name.generate("ifelse_input" + self.helper.name),
+                    dtype=x.dtype, shape=x.shape))
+            parent.append_op(
+                type="split_lod_tensor",
+                inputs={"X": [x], "Mask": [self.cond]},
+                outputs={"OutTrue": [parts[0]], "OutFalse": [parts[1]]},
+                attrs={"level": 0},
+            )
+            self.input_table[id(x)] = (parts[0], parts[1])
+        out_true, out_false = self.input_table[id(x)]
+        return out_true if self.status == IfElse.IN_IF_ELSE_TRUE_BLOCKS else out_false
+
+    def true_block(self):
+        return IfElseBlockGuard(True, self)
+
+    def false_block(self):
+        return IfElseBlockGuard(False, self)
+
+    def output(self, *outs):
+        from .tensor import assign
+
+        if self.status == IfElse.OUT_IF_ELSE_BLOCKS:
+            raise ValueError("IfElse.output must be called in true_block() or false_block()")
+        table = self.output_table[1 if self.status == IfElse.IN_IF_ELSE_TRUE_BLOCKS else 0]
+        parent = self._parent_block()
+        for each in outs:
+            _check_variable(each, "each output", "IfElse.output")
+            outside = parent.create_var(
+                name=unique_name.generate("_".join([self.helper.name, "output"])),
+                dtype=each.dtype, shape=each.shape)
+            table.append(outside)
+            assign(input=each, output=outside)
+
+    def __call__(self):
+        if self.status != IfElse.OUT_IF_ELSE_BLOCKS:
+            raise ValueError("IfElse() must be called after the blocks, outside them")
+        false_len, true_len = len(self.output_table[0]), len(self.output_table[1])
+        if false_len == 0 and true_len == 0:
+            raise ValueError("IfElse(): open true_block()/false_block() and set outputs first")
+        if false_len != true_len and false_len != 0 and true_len != 0:
+            raise ValueError("IfElse(): the true block has %d outputs, the false block %d; they "
+                             "must be as many" % (true_len, false_len))
+        if false_len == 0 or true_len == 0:
+            return self.output_table[0 if false_len != 0 else 1]
+        return [merge_lod_tensor(in_true=t, in_false=f, x=self.cond, mask=self.cond, level=0)
+                for f, t in zip(*self.output_table)]
 
 
 def increment(x, value=1.0, in_place=True):

@@ -1,7 +1,7 @@
 """Fluid's neural-network layers: ``fc``, ``conv2d``, ``pool2d``, ``batch_norm``, ``dropout``,
 the losses (``cross_entropy``, ``softmax_with_cross_entropy``, ``square_error_cost``), ``mean``,
 ``accuracy``, the activations by name, shape layers (``reshape``, ``flatten``, ``split``,
-``transpose``), ``matmul``, ``scale``, reductions and the elementwise layers::
+``transpose``), ``matmul``, ``scale``, reductions, the elementwise and the logical layers::
 
     img = fluid.layers.data(name='img', shape=[1, 28, 28])
     label = fluid.layers.data(name='label', shape=[1], dtype='int64')
@@ -66,6 +66,9 @@ __all__ = [
     "elementwise_div",
     "elementwise_max",
     "elementwise_min",
+    "logical_and",
+    "logical_or",
+    "logical_not",
 ]
 
 
@@ -787,3 +790,36 @@ def reduce_sum(input, dim=None, keep_dim=False, name=None):
 def reduce_mean(input, dim=None, keep_dim=False, name=None):
     """The mean over ``dim`` (an int or a list; None: every dim)."""
     return _reduce("reduce_mean", input, dim, keep_dim, name)
+
+
+# ---- logical layers ----------------------------------------------------------------------------
+
+
+def _logical(op_type, x, y, out, name):
+    _check_var(x, "x", op_type)
+    inputs = {"X": [x]}
+    if y is not None:
+        _check_var(y, "y", op_type)
+        inputs["Y"] = [y]
+    helper = LayerHelper(op_type, name=name)
+    if out is None:
+        out = _new_out(helper, "bool", x.shape, stop_gradient=True)
+    else:
+        _check_var(out, "out", op_type)
+    helper.append_op(type=op_type, inputs=inputs, outputs={"Out": [out]})
+    return out
+
+
+def logical_and(x, y, out=None, name=None):
+    """``x and y`` elementwise (BOOL) into ``out`` (a new BOOL variable when None)."""
+    return _logical("logical_and", x, y, out, name)
+
+
+def logical_or(x, y, out=None, name=None):
+    """``x or y`` elementwise (BOOL) into ``out`` (a new BOOL variable when None)."""
+    return _logical("logical_or", x, y, out, name)
+
+
+def logical_not(x, out=None, name=None):
+    """``not x`` elementwise (BOOL) into ``out`` (a new BOOL variable when None)."""
+    return _logical("logical_not", x, None, out, name)
