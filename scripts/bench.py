@@ -726,7 +726,8 @@ class Sources:
            to fashion_epochs; the training seconds at the end of the first epoch whose test
            accuracy reaches FASHION_TARGET_ACCURACY: cf_tta:<m>, torch_tta:<m> ('!notreached'
            when the run ended first); test accuracy after epoch 1, cf_acc1:<m>, torch_acc1:<m>.
-        3. Contention, once per model: under a busy loop on one core (HOG), cf_hog:<m> and
+        3. Contention, once per model: quiet first (cf_quiet:<m>, torch_quiet:<m> at its most
+           frequent best setting), then under a busy loop on one core (HOG), cf_hog:<m> and
            torch_hog:<m> (best of 1 and 2 threads with the quiet winner's oneDNN choice); two
            processes at once, each chanflow at 2 workers (each PyTorch at its quiet best
            setting), the mean per process cf_pair:<m> / torch_pair:<m> and the slower one
@@ -889,6 +890,20 @@ class Sources:
             flags = next((f for k, _, f in FASHION_TORCH_RUNS[model] if k == best_run.get(model)),
                          None)
             under_hog = [k for k, _, f in FASHION_TORCH_RUNS[model] if f == flags]
+            # Fresh quiet figures first: the contention rows compare with the machine as it is now
+            # (other jobs on a shared host drift over the minutes phase 1 took).
+            if cf_ok:
+                got = attempt([f"cf_quiet:{model}"], [cf_job(f"cf_{model}_quiet", model, 2,
+                                                             epochs, rows)])
+                if got:
+                    put(f"cf_quiet:{model}", got[0]["samples_per_s"])
+            else:
+                res[f"cf_quiet:{model}!error"] = cf_missing(model)
+            if model in best_run:
+                got = attempt([f"torch_quiet:{model}"], [torch_job(
+                    f"torch_{model}_quiet", model, best_run[model], epochs, rows)])
+                if got:
+                    put(f"torch_quiet:{model}", got[0]["samples_per_s"])
             hog = subprocess.Popen(list(HOG), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             log(f"busy loop started (pid {hog.pid}): {' '.join(HOG)}")
             try:
@@ -936,13 +951,13 @@ class Sources:
                     put(keys[0], statistics.mean(r))
                     put(keys[1], min(r))
             # PyTorch's own slow-down, for the notes (its rows compare chanflow with it).
-            quiet_best = res.get(f"torch_best:{model}")
-            if quiet_best and f"torch_hog:{model}" in res and f"torch_pair_min:{model}" in res:
-                q = statistics.median(quiet_best)
+            if all(f"torch_{k}:{model}" in res for k in ("quiet", "hog", "pair_min")):
+                q = res[f"torch_quiet:{model}"][0]
                 hog_x = res[f"torch_hog:{model}"][0] / q
                 pair_x = res[f"torch_pair_min:{model}"][0] / q
-                contention.append(f"{model}: with the busy loop {hog_x:.2f}x its quiet best, two "
-                                  f"processes (the slower one) {pair_x:.2f}x")
+                contention.append(f"{model}: with the busy loop {hog_x:.2f}x its quiet figure "
+                                  f"(its best setting, just before), two processes (the slower "
+                                  f"one) {pair_x:.2f}x")
         if contention:
             self.versions["PyTorch under contention (fashion)"] = "; ".join(contention)
         return res
@@ -1197,7 +1212,7 @@ def rows():
                "digits": "digits MLP 64-256-10 (train_digits' defaults: Adam 5e-3, batch 512, "
                          "40 epochs)"}
     run_what = {"mlp": "1 epoch", "cnn": "1 epoch of the first --fashion-cnn-rows images "
-                                         "(default 20000)",
+                                         "(default 15000)",
                 "digits": "train_digits vs the same MLP in PyTorch"}
     best_label = {"mlp": "PyTorch best of 1/2 threads",
                   "cnn": "PyTorch best of 1/2 threads, oneDNN on/off",
@@ -1228,8 +1243,8 @@ def rows():
             target)
     for m in ("mlp", "cnn"):
         add("fashion", f"{fashion[m]}, {run_what[m]}: chanflow 2 workers with a busy loop on "
-            "one core / quiet", ("fashion", f"cf_hog:{m}"), ("fashion", f"cf:{m}:w2"),
-            "chanflow 2 workers, quiet (median)", "samples/s", (">=", 0.4))
+            "one core / quiet", ("fashion", f"cf_hog:{m}"), ("fashion", f"cf_quiet:{m}"),
+            "chanflow 2 workers, quiet, just before", "samples/s", (">=", 0.4))
         add("fashion", f"{fashion[m]}, {run_what[m]}: chanflow 2 workers with a busy loop on "
             "one core", ("fashion", f"cf_hog:{m}"), ("fashion", f"torch_hog:{m}"),
             "PyTorch best of 1/2 threads, same busy loop", "samples/s", (">=", 1.0))
@@ -1237,8 +1252,8 @@ def rows():
             "(mean)", ("fashion", f"cf_pair:{m}"), ("fashion", f"torch_pair:{m}"),
             "two PyTorch processes, its best setting", "samples/s", (">=", 1.0))
         add("fashion", f"{fashion[m]}, {run_what[m]}: two processes at once, the slower one / "
-            "quiet", ("fashion", f"cf_pair_min:{m}"), ("fashion", f"cf:{m}:w2"),
-            "chanflow 2 workers, quiet (median)", "samples/s", (">=", 0.4))
+            "quiet", ("fashion", f"cf_pair_min:{m}"), ("fashion", f"cf_quiet:{m}"),
+            "chanflow 2 workers, quiet, just before", "samples/s", (">=", 0.4))
     # GoMachine (graph layer, bench/graph/) against oneTBB flow graph: per-node run time, 100k
     # empty nodes; and against its own TapeMachine (speed-up = Tape time / GoMachine time).
     for t in (1, 2):
@@ -1600,6 +1615,7 @@ def dated_section(table, meta, png):
         f"## {meta['date']} — commit {meta['commit']}" + (" (quick run)" if meta["quick"] else ""),
         "",
         *run_lines(meta),
+        *(fashion_line(meta) if any(e["area"] == "fashion" for e in table) else []),
         f"- Targets: {met} met, {not_met} not met, {na} not measurable yet.",
         "",
         render_table(table, markdown=True),
@@ -1617,6 +1633,16 @@ def dated_section(table, meta, png):
     return "\n".join(parts)
 
 
+def fashion_line(meta):
+    """The fashion area's own run sizes (its runs are whole trainings: not meta['reps'])."""
+    f = meta.get("fashion")
+    if not f:
+        return []
+    return [f"- Fashion area: {f['reps']} repetition(s) of the throughput runs (CNN: "
+            f"{f['cnn_rows']} images), time to accuracy over up to {f['epochs'][0]} (MLP) / "
+            f"{f['epochs'][1]} (CNN) epochs, one run each; contention runs once"]
+
+
 def area_section(area, table, meta):
     """One area's rows of the run, as its section of docs/benchmarks.md's current results."""
     rows = [e for e in table if e["area"] == area]
@@ -1627,6 +1653,7 @@ def area_section(area, table, meta):
         + "; its dated section is in [benchmarks_history.md](benchmarks_history.md).",
         "",
         *run_lines(meta),
+        *(fashion_line(meta) if area == "fashion" else []),
         "",
         render_table(rows, markdown=True),
         "",
@@ -1688,7 +1715,7 @@ def main():
                          "10,6; quick: 3,2)")
     ap.add_argument("--fashion-cnn-rows", type=int,
                     help="training images of the fashion area's CNN throughput and contention "
-                         "runs (default 20000; quick: 10000)")
+                         "runs (default 15000; quick: 10000)")
     ap.add_argument("--go-all", action="store_true",
                     help="run all of Go's 'Chan|Select' runtime benchmarks (slow), not only "
                          "those in the table")
@@ -1703,7 +1730,7 @@ def main():
                                                  ("3,2" if args.quick else "10,6")).split(","))
     if len(args.fashion_epochs) != 2 or min(args.fashion_epochs) < 1:
         ap.error("--fashion-epochs takes MLP,CNN: two positive integers")
-    args.fashion_cnn_rows = args.fashion_cnn_rows or (10000 if args.quick else 20000)
+    args.fashion_cnn_rows = args.fashion_cnn_rows or (10000 if args.quick else 15000)
 
     # The peers and gnuplot are in bootstrap's --dev set (the README's set has none of them).
     subprocess.run([str(ROOT / "scripts" / "bootstrap.sh"), "--dev"], check=True)
@@ -1725,7 +1752,10 @@ def main():
                 commit=commit(), machine=machine(), versions=sources.versions, reps=args.reps,
                 iters=args.iters,
                 scale=args.scale, quick=args.quick, only=args.only,
-                load=dict(start=load_start, end=load_end))
+                load=dict(start=load_start, end=load_end),
+                fashion=None if args.only not in (None, "fashion") else dict(
+                    reps=args.fashion_reps, epochs=args.fashion_epochs,
+                    cnn_rows=args.fashion_cnn_rows))
     (OUT / "results.json").write_text(json.dumps(dict(meta=meta, rows=table), indent=1))
     png = chart(table, OUT / "results.png")
     log(f"wrote {OUT / 'results.json'}" + (f" and {png}" if png else ""))
