@@ -13,7 +13,9 @@ std::pair<cf::Tensor, cf::Tensor> make_batch(const Dataset& d, const std::vector
   const int64_t f = d.features();
   cf::Shape xs{r};
   xs.insert(xs.end(), d.sample_shape.begin(), d.sample_shape.end());
-  cf::Tensor x = cf::Tensor::zeros(xs, cf::DType::kFloat32);
+  // Only padding rows need zeros: the real rows are written in full below.
+  cf::Tensor x = r > static_cast<int64_t>(n) ? cf::Tensor::zeros(xs, cf::DType::kFloat32)
+                                             : cf::Tensor::empty(xs, cf::DType::kFloat32);
   cf::Tensor y = cf::Tensor::zeros({r, d.classes}, cf::DType::kFloat32);
   float* xp = x.data<float>();
   float* yp = y.data<float>();

@@ -67,6 +67,11 @@ uint64_t fnv1a(const std::vector<cf::Tensor>& w) {
   return h;
 }
 
+bool deadline_passed(const cf::Context& ctx) {
+  const std::optional<cf::Clock::time_point> d = ctx.deadline();
+  return d && cf::Clock::now() >= *d;
+}
+
 // Receives from ch unless ctx is done first (nullopt then, as for a closed channel).
 template <class T>
 std::optional<T> recv_or_done(const cf::Chan<T>& ch, const cf::Context& ctx) {
@@ -180,11 +185,12 @@ TrainResult train(const Model& model, const Dataset& data, const Split& split,
 
   cf::Group group;
   const cf::Context run_ctx = group.context();
+  // The clock starts before the deadline's: a run stopped by it trained at least that long.
+  const int64_t t0 = steady_now_ns();
   const cf::Context train_ctx =
       cfg.deadline.count() > 0 ? cf::with_timeout(run_ctx, cfg.deadline) : cf::with_cancel(run_ctx);
   // Shards of step s use version s - delay, so versions s - delay .. s may be in use at once.
   WeightStore store(std::make_shared<const Params>(initial), cfg.delay + 2);
-  const int64_t t0 = steady_now_ns();
 
   // ---- loader: shuffle, batch, shard, send ----
   group.go("loader", [&] {
@@ -235,7 +241,9 @@ TrainResult train(const Model& model, const Dataset& data, const Split& split,
           if (!send_or_done(grads, std::move(g), train_ctx)) return;
         }
       } catch (const cf::Error&) {
-        if (train_ctx.err()) return;  // stopped by the deadline or another stage's failure
+        // Stopped by the deadline or another stage's failure. A GoMachine also reads the deadline
+        // off the clock, so it may stop before the context's own timer has fired.
+        if (train_ctx.err() || deadline_passed(train_ctx)) return;
         throw;
       }
     });

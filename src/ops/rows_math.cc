@@ -5,6 +5,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "chanflow/tensor/nn.h"
 #include "rows.h"
 #include "shape_util.h"
 
@@ -150,14 +151,15 @@ void run_unary_grad(const AttrReader&, KernelCall& c) {
   const DType dt = g.dtype();
   Tensor r;
   switch (U) {
-    case Unary::kRelu:
-      r = mul(g, greater(v, Tensor::scalar(0, v.dtype()), o).cast(dt), o);
+    // The activations' gradients from their outputs: one fused pass each (tensor/nn.h).
+    case Unary::kRelu:  // g * (out > 0)
+      r = relu_grad(v, g, o);
       break;
     case Unary::kSigmoid:  // g * out * (1 - out)
-      r = mul(g, mul(v, sub(Tensor::scalar(1, dt), v, o), o), o);
+      r = sigmoid_grad(v, g, o);
       break;
     case Unary::kTanh:  // g * (1 - out^2)
-      r = mul(g, sub(Tensor::scalar(1, dt), mul(v, v, o), o), o);
+      r = tanh_grad(v, g, o);
       break;
     case Unary::kLog:  // g / x
       r = div(g, v, o);
