@@ -309,6 +309,8 @@ TrainResult train(const Model& model, const Dataset& data, const Split& split,
       result.samples = samples;
       if (by_deadline) {
         result.deadline_reached = true;
+        // The epoch the deadline cut short: its loss so far is the run's last word on training.
+        if (e_rows > 0) result.final_train_loss = e_loss / static_cast<double>(e_rows);
         stages.instant("coordinator", "deadline");
         snapshots.send(Snapshot{0, true, adam.latest()});
       }
@@ -412,7 +414,9 @@ TrainResult train(const Model& model, const Dataset& data, const Split& split,
   result.wall_seconds = seconds_since(t0);
   result.samples_per_s =
       result.train_seconds > 0 ? static_cast<double>(result.samples) / result.train_seconds : 0;
-  if (!result.epochs.empty()) result.final_train_loss = result.epochs.back().train_loss;
+  if (!result.deadline_reached && !result.epochs.empty()) {
+    result.final_train_loss = result.epochs.back().train_loss;
+  }
   result.weights_hash = fnv1a(adam.latest()->t);
   if (tracing) {
     if (cf::trace::enabled()) cf::trace::stop();

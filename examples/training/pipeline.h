@@ -84,12 +84,12 @@ struct TrainResult {
   std::vector<EpochMetrics> epochs;  // completed epochs
   double test_accuracy = 0;          // of the final weights
   int64_t test_rows = 0;
-  double final_train_loss = 0;
-  int64_t steps = 0;         // optimiser steps applied
-  int64_t samples = 0;       // training rows processed
-  double train_seconds = 0;  // first shard sent -> last step applied
-  double wall_seconds = 0;   // including the final evaluation
-  double samples_per_s = 0;  // samples / train_seconds
+  double final_train_loss = 0;  // the last epoch's mean loss (the cut-short one's after a deadline)
+  int64_t steps = 0;            // optimiser steps applied
+  int64_t samples = 0;          // training rows processed
+  double train_seconds = 0;     // first shard sent -> last step applied
+  double wall_seconds = 0;      // including the final evaluation
+  double samples_per_s = 0;     // samples / train_seconds
   bool deadline_reached = false;
   uint64_t weights_hash = 0;  // FNV-1a of the final weights' bytes (reproducibility)
   std::string trace_path;     // the trace file written (config.trace_path), or empty

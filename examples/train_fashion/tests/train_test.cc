@@ -108,6 +108,7 @@ TEST(TrainFashion, ADeadlineStopsACnnRunWithItsLastWeightsEvaluated) {
   EXPECT_GE(r.train_seconds, 1.5);
   // Stopping takes at most the steps in flight (milliseconds each), then one evaluation.
   EXPECT_LT(r.train_seconds, 1.5 + 5.0);
+  EXPECT_GT(r.final_train_loss, 0.0);  // the loss of the epoch the deadline cut short
   EXPECT_EQ(r.test_rows, 2000);
   EXPECT_GT(r.test_accuracy, 0.3);
   EXPECT_LT(wall, 60.0);
