@@ -10,7 +10,8 @@
 // lock-free "not ready" check, then the operation): when a partner is waiting, or the buffer has
 // room or a value, the call costs no GIL hand-off. Only when it would block is the GIL released.
 // Then:
-//   - on a thread other than the main one, without a timeout: the plain blocking operation;
+//   - on a thread other than the main one, without a timeout, outside a run: the plain blocking
+//     operation;
 //   - with a timeout, or on Python's main thread: a select over the operation and the done()
 //     channel of a Context (with_deadline for the timeout), and on the main thread an
 //     InterruptScope registers that context, so any signal with a Python-level handler (Ctrl-C,
@@ -18,7 +19,13 @@
 //     from one (KeyboardInterrupt by default for Ctrl-C) leaves the call. When the handlers
 //     return without raising, the operation is tried again with the remaining time (PEP 475's
 //     rule for interrupted system calls). A passed timeout raises DeadlineExceededError (a
-//     TimeoutError).
+//     TimeoutError);
+//   - inside a run (a machine's Python op calling this: RunScope, native.h), on any thread: the
+//     select also waits on the run's done() channel, and once the run is canceled or past its
+//     deadline the call raises the run's CanceledError / DeadlineExceededError, having performed
+//     nothing. Without it a TapeMachine whose op waits on a channel could never stop: the run
+//     waits for its op, and the op for a value (a GoMachine abandons the op, which then waited
+//     on a callback thread for good).
 // A thread blocked here is an OS thread parked in a chanflow call, so deadlock detection sees it:
 // when nothing in the process can wake it, the call raises DeadlockError instead of hanging.
 #include <algorithm>
@@ -142,12 +149,13 @@ Context main_context() {
 }
 
 // Performs one of cases[0, n) blocking, with the GIL released (held on entry and on return);
-// cases has room for one more case (the context's). See the top of this file for timeouts and
-// Ctrl-C. Returns the index of the case performed. `what` names the call in errors.
+// cases[n, end) are replaced by the waits' own cases. See the top of this file for timeouts,
+// signals and runs. Returns the index of the case performed. `what` names the call in errors.
 std::size_t block_on(std::vector<SelectCase>& cases, std::size_t n,
                      std::optional<Clock::time_point> deadline, const char* what) {
   const bool main = on_main_thread();
-  if (!deadline && !main) {
+  const Context* run = current_run();
+  if (!deadline && !main && run == nullptr) {
     std::size_t chosen = 0;
     std::exception_ptr error;
     {
@@ -164,10 +172,17 @@ std::size_t block_on(std::vector<SelectCase>& cases, std::size_t n,
   }
   const Clock::time_point start = Clock::now();
   for (;;) {
-    const Context ctx = deadline ? with_deadline(background(), *deadline) : main_context();
+    // The call's own context (its deadline, the signals' cancel), and the run's (the nil channel,
+    // never ready, outside a run).
+    const Context ctx = deadline ? with_deadline(background(), *deadline)
+                        : main   ? main_context()
+                                 : background();
     Chan<Unit> done = ctx.done();
+    Chan<Unit> run_done = run != nullptr ? run->done() : Chan<Unit>();
     std::optional<Unit> fired;
-    cases[n] = SelectCase::recv(done, fired);
+    cases.erase(cases.begin() + static_cast<std::ptrdiff_t>(n), cases.end());
+    cases.push_back(SelectCase::recv(done, fired));
+    cases.push_back(SelectCase::recv(run_done, fired));
     std::optional<InterruptScope> interrupt;
     // May raise a handler's exception (KeyboardInterrupt ...) for a signal just before.
     if (main) interrupt.emplace(ctx, InterruptScope::Mode::kRetry);
@@ -176,18 +191,23 @@ std::size_t block_on(std::vector<SelectCase>& cases, std::size_t n,
     {
       ReleaseGil nogil;
       try {
-        chosen = select(std::span<SelectCase>(cases.data(), n + 1));
+        chosen = select(std::span<SelectCase>(cases));
       } catch (...) {
         error = std::current_exception();
       }
     }
     release_pending_owners();
-    // A wait canceled by a signal performed no case (select performs exactly one, here the
+    // A wait ended by a context performed no case (select performs exactly one, here a
     // context's): Python's handlers run, and one that raises ends the call with nothing sent or
     // received. A performed operation is kept; its pending handlers run as the call returns.
     const bool interrupted = interrupt && interrupt->finish(!error && chosen < n);
     if (error) std::rethrow_exception(error);
     if (chosen < n) return chosen;
+    // The run this call belongs to is over (canceled, past its deadline): its error, which the
+    // Python op that called this raises on, and the machine counts as the run's end.
+    if (run != nullptr) {
+      if (std::exception_ptr e = run->err()) std::rethrow_exception(e);
+    }
     if (interrupted) continue;  // the handlers returned: try again, with the time left
     throw DeadlineExceededError(std::string(what) + ": timed out after " +
                                 seconds_text(Clock::now() - start));
@@ -300,7 +320,7 @@ py::tuple select_py(py::handle cases_arg, bool has_default, py::handle timeout) 
   std::vector<ObjectRef> values(n);
   std::vector<std::optional<ObjectRef>> outs(n);
   std::vector<SelectCase> cases;
-  cases.reserve(n + 1);
+  cases.reserve(n + 2);  // and the two cases of block_on
   for (std::size_t i = 0; i < n; ++i) {
     py::object item = seq[i];
     if (!py::isinstance<PySelectCase>(item)) {

@@ -124,8 +124,9 @@ std::vector<ObjectRef> fetch_refs(const Scope& root, const std::vector<std::stri
   return out;
 }
 
+// The context of a run: a child of the run whose Python op calls it, if any (run_parent).
 Context run_context(py::handle timeout) {
-  if (timeout.is_none()) return with_cancel(background());
+  if (timeout.is_none()) return with_cancel(run_parent());
   if (PyFloat_Check(timeout.ptr()) == 0 && PyLong_Check(timeout.ptr()) == 0) {
     throw_type_error("Executor.run: timeout must be a number of seconds or None, got '" +
                      type_name(timeout) + "'");
@@ -136,8 +137,8 @@ Context run_context(py::handle timeout) {
                           py::repr(timeout).cast<std::string>());
   }
   // Past what the clock can hold: no deadline (with_timeout does the same for huge durations).
-  if (seconds > 1e9) return with_cancel(background());
-  return with_timeout(background(),
+  if (seconds > 1e9) return with_cancel(run_parent());
+  return with_timeout(run_parent(),
                       std::chrono::nanoseconds(static_cast<int64_t>(std::llround(seconds * 1e9))));
 }
 

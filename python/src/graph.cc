@@ -7,11 +7,11 @@
 //
 // A Python Node holds its Graph (a shared handle), so a node keeps its graph's storage alive
 // however the Python objects are dropped. A Python callable used as an op (Graph.apply) is held in
-// a SharedPyObject inside the node's C++ function and always runs through call_with_gil: on the
+// a SharedPyObject inside the node's C++ function and always runs through call_with_gil: on
 // a Python-callback thread when a GoMachine's green thread needs it (the green thread parks
-// meanwhile), inline on the calling thread under a TapeMachine. Machines run with the GIL
-// released; a run on the main thread is stopped by Ctrl-C and by Python signal handlers that raise
-// (run_interruptibly).
+// meanwhile), inline on the calling thread under a TapeMachine, in a RunScope either way (native.h:
+// its blocking chanflow calls end with the run). Machines run with the GIL released; a run on the
+// main thread is stopped by Ctrl-C and by Python signal handlers that raise (run_interruptibly).
 //
 // Argument errors name the function and the argument: chanflow.TypeError for a value of the wrong
 // type or dtype, ValueError for a node of another graph or a non-input binding, ShapeError for
@@ -622,15 +622,18 @@ struct PyOp {
 // The C++ function of a Python op: converts the operands to Tensors, calls the Python function on
 // an OS thread holding the GIL (call_with_gil) and converts its result.
 //
-// An op that stops because its run is over (ctx.check() raising the run's CanceledError or
-// DeadlineExceededError, the context being done) fails the way a C++ op does, with the context's
-// own error: the machine then counts it as the run's cancellation, not as the node's failure.
+// An op that stops because its run is over (ctx.check(), or a channel operation or select that
+// the run's end interrupted, raising the run's CanceledError or DeadlineExceededError, the context
+// being done) fails the way a C++ op does, with the context's own error: the machine then counts
+// it as the run's cancellation, not as the node's failure.
 CustomFn python_op(std::shared_ptr<const PyOp> op) {
   return [op = std::move(op)](std::span<const Tensor> operands, const OpContext& oc) {
     Tensor out;
     const Context ctx = oc.ctx();
     bool stopped_by_run = false;
     call_with_gil([&] {
+      // On the thread that runs fn: its blocking chanflow calls end with the run (native.h).
+      RunScope in_run(ctx);
       py::tuple args(operands.size() + (op->pass_context ? 1 : 0));
       size_t k = 0;
       if (op->pass_context) args[k++] = py::cast(PyOpContext{ctx});
@@ -659,8 +662,9 @@ CustomFn python_op(std::shared_ptr<const PyOp> op) {
 
 // ---- machines ----
 
+// The context of a run: a child of the run whose Python op calls it, if any (run_parent).
 Context run_context(py::handle timeout, const std::string& what) {
-  if (timeout.is_none()) return with_cancel(background());
+  if (timeout.is_none()) return with_cancel(run_parent());
   if ((PyFloat_Check(timeout.ptr()) == 0 && PyLong_Check(timeout.ptr()) == 0) ||
       PyBool_Check(timeout.ptr()) != 0) {
     throw_type_error(what + ": timeout must be a number of seconds or None, got " +
@@ -670,8 +674,8 @@ Context run_context(py::handle timeout, const std::string& what) {
   if (std::isnan(seconds) || seconds < 0) {
     throw_value_error(what + ": timeout must be >= 0 seconds, got " + repr_of(timeout));
   }
-  if (seconds > 1e9) return with_cancel(background());  // past what the clock holds: no deadline
-  return with_timeout(background(),
+  if (seconds > 1e9) return with_cancel(run_parent());  // past what the clock holds: no deadline
+  return with_timeout(run_parent(),
                       std::chrono::nanoseconds(static_cast<int64_t>(std::llround(seconds * 1e9))));
 }
 

@@ -41,6 +41,15 @@
 //                         came just after it — so a received value is never dropped and a sent
 //                         one never reported unsent.
 //
+// A canceled run ends only once what it waits for ends: a run whose Python op (a TapeMachine's,
+// called inline on the run's thread: the helper, or the main thread) blocks in a channel operation
+// would keep the main thread waiting for it, and a handler's exception or Ctrl-C would never leave
+// the call. So a Python op runs in a RunScope (native.h, set by graph.cc): its channel operations
+// and selects also wait on the run's context and raise the run's error once it is done, and the
+// runs it starts are children of that context. An InterruptScope inside a RunScope whose run is
+// done only ends (finish): the op's call raises the run's CanceledError and the SIGINT stays
+// counted for the run's own scope further out, so Ctrl-C is the run's KeyboardInterrupt.
+//
 // A run is handed to a helper only when some signal other than SIGINT has a Python-level handler
 // at the time of the call (it cannot get one during an inline run: only the main thread installs
 // handlers, and it runs no Python code meanwhile). Without one — the usual case — the run stays on
@@ -363,9 +372,21 @@ void submit(Handoff& job) {
   }
 }
 
+// The innermost RunScope's context on this thread.
+thread_local const Context* t_run = nullptr;
+
 }  // namespace
 
-InterruptScope::InterruptScope(const Context& ctx, Mode mode, Handoff* handoff) {
+RunScope::RunScope(const Context& ctx) noexcept : previous_(t_run) { t_run = &ctx; }
+
+RunScope::~RunScope() { t_run = previous_; }
+
+const Context* current_run() noexcept { return t_run; }
+
+Context run_parent() { return t_run != nullptr ? *t_run : background(); }
+
+InterruptScope::InterruptScope(const Context& ctx, Mode mode, Handoff* handoff)
+    : run_(current_run()) {
   State& s = state();
   if (!on_python_main_thread(s)) return;
   hooked_ = python_handled(s);
@@ -413,6 +434,14 @@ unsigned long long InterruptScope::end() noexcept {
 
 bool InterruptScope::finish(bool completed) {
   if (!active_) return false;
+  if (run_ != nullptr && run_->err()) {
+    // The run this call belongs to is over: the caller raises its error. SIGINTs stay counted
+    // for the run's own scope (further out on this thread: a Python op runs on the main thread
+    // only under an inline run), which hands them back as it ends; other pending handlers run
+    // at the interpreter's next check, in the op.
+    end();
+    return false;
+  }
   const unsigned long long signals = end();
   hand_back_sigints();          // after the restore: a SIGINT from now on goes to Python's handler
   if (completed) return false;  // the interpreter runs pending handlers as the call returns

@@ -97,6 +97,35 @@ void bind_executor(py::module_& m);
 
 // ---- interrupt.cc ----
 
+// The run on whose behalf this thread runs Python now: a machine's Python op sets it around the
+// call of its function (graph.cc), on the thread that calls it — the thread running a
+// TapeMachine, a callback thread for a GoMachine. What Python then does on this thread belongs to
+// that run, and every blocking call of this module honours its context: a channel operation or
+// select waits on the context too and raises its CanceledError / DeadlineExceededError once it is
+// done (channels.cc), a run started here derives its context from it (run_parent), and an
+// InterruptScope inside it leaves signals to the run's own call (see InterruptScope::finish). So
+// canceling a run — by its timeout, Ctrl-C, a signal handler that raises, a GoMachine that
+// abandons it — also ends what its Python ops wait for, and the run can end. Scopes nest (an op
+// that runs a machine whose ops run inline); the innermost one counts. `ctx` must outlive it.
+class RunScope {
+ public:
+  explicit RunScope(const Context& ctx) noexcept;
+  ~RunScope();
+  RunScope(const RunScope&) = delete;
+  RunScope& operator=(const RunScope&) = delete;
+
+ private:
+  const Context* previous_;
+};
+
+// The context of the innermost RunScope on this thread; nullptr outside one.
+const Context* current_run() noexcept;
+
+// The parent of the context of a run started now on this thread (Executor.run, a machine's run):
+// the current run's context, so that canceling the run that called it cancels it too; else
+// background().
+Context run_parent();
+
 struct Handoff;
 
 // Lets signals with a Python-level handler reach a blocking call on Python's main thread (see
@@ -120,7 +149,11 @@ class InterruptScope {
   // returned normally); pending handlers are then left to the interpreter, which runs them as the
   // call returns, and finish returns false. Otherwise runs them: throws py::error_already_set
   // when one raises, and returns whether a signal came during the scope (a kRetry caller then
-  // tries again).
+  // tries again). Inside a run (RunScope) whose context is done, whatever `completed`, it only
+  // ends the scope and returns false: the caller raises the run's error, and the SIGINT that
+  // canceled the run is left to the run's own call on the main thread, which hands it back to
+  // Python as it ends (so Ctrl-C during a TapeMachine's Python op is the run's KeyboardInterrupt,
+  // not the op's).
   bool finish(bool completed);
 
   // Whether a signal other than SIGINT had a Python-level handler when the scope began (false
@@ -129,6 +162,7 @@ class InterruptScope {
 
  private:
   unsigned long long end() noexcept;
+  const Context* run_ = nullptr;  // current_run() when the scope began
   bool active_ = false;
   void* record_ = nullptr;
   unsigned long long hooked_ = 0;  // the signals it hooked: bit signo - 1

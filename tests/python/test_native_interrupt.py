@@ -116,3 +116,36 @@ def test_a_run_on_another_thread_is_not_stopped_by_sigint():
     assert child.line() == "main interrupted"
     assert child.line() == "['deadline']"
     child.finish()
+
+
+def test_ctrl_c_stops_a_tapemachine_run_whose_python_op_waits_in_recv():
+    # The op runs on the main thread itself, blocked in Channel.recv: Ctrl-C cancels the run, the
+    # op's recv raises the run's CanceledError (the SIGINT is not the op's), and the run raises
+    # KeyboardInterrupt.
+    child = Child("""
+        import threading
+        threading.Thread(target=threading.Event().wait, daemon=True).start()  # no deadlock
+        g = cf.Graph()
+        x = g.input("x", "int64", (1,))
+        feed = cf.make_chan(0, elem="Tensor(int64)")
+        def wait_for_feed(a):
+            say("ready")
+            try:
+                return np.asarray(a) + np.asarray(feed.recv()[0])
+            except cf.CanceledError as e:
+                say("op canceled", e)
+                raise
+        g.apply(wait_for_feed, [x], (1,), "int64")
+        try:
+            cf.TapeMachine(g).run({x: np.int64([1])})
+            say("finished?!")
+        except KeyboardInterrupt:
+            say("interrupted")
+    """)
+    child.wait_for("ready")
+    child.wait_blocked()
+    sent = child.interrupt()
+    assert child.line() == "op canceled context canceled"
+    assert child.line() == "interrupted"
+    assert time.monotonic() - sent < BOUND
+    child.finish()

@@ -302,7 +302,7 @@ def test_gomachine_run_handler_raises_and_the_run_stops():
             m.run({x: np.int64([1])})
         except Stop as e:
             say("run raised", repr(e))
-        feed.close()                # lets the abandoned op return
+        feed.close()                # the second run's op finds it closed
         m.run({x: np.int64([2])})
         say("second run", int(m.result(out).numpy()[0]))
         m.close()
@@ -323,6 +323,163 @@ def test_gomachine_run_handler_returns_and_the_run_completes():
     """)
     expect_handler_ran_while_blocked(child, signal.SIGTERM)
     assert line(child) == "result 31"
+    child.finish()
+
+
+# ---- TapeMachine.run / stream -------------------------------------------------------------------
+# A TapeMachine calls its Python ops inline: with a handler for a signal other than SIGINT the run
+# (and so the op) is on a helper thread while the main thread runs handlers. A run canceled there
+# ends only once its op returns, so the op's blocking call must end with the run: it raises the
+# run's CanceledError, which the op reports here before the run's call raises.
+
+TAPE = """
+        g = cf.Graph()
+        x = g.input("x", "int64", (1,))
+        feed = cf.make_chan(0, elem="Tensor(int64)")
+        def wait_for_feed(a):           # on the thread that runs the machine
+            say("ready")
+            try:
+                v, ok = feed.recv()
+            except cf.CanceledError as e:
+                say("op canceled", e)
+                raise
+            return np.asarray(a) + (np.asarray(v) if ok else 0)
+        out = g.apply(wait_for_feed, [x], (1,), "int64", name="wait_for_feed")
+        m = cf.TapeMachine(g)
+        def call(kind, value):
+            # run or stream; the value of `out` it computed.
+            if kind == "run":
+                m.run({x: np.int64([value])})
+                return int(m.result(out).numpy()[0])
+            (row,) = m.stream([{x: np.int64([value])}], [out])
+            return int(row[0].numpy()[0])
+"""
+
+
+@pytest.mark.parametrize("kind", ["run", "stream"])
+@pytest.mark.parametrize("signo", [signal.SIGTERM, signal.SIGALRM],
+                         ids=lambda s: signal.Signals(s).name)
+def test_tapemachine_handler_raises_while_its_op_waits_and_the_run_stops(kind, signo):
+    child = Child(TAPE + f"""
+        signal.signal({int(signo)}, raising)
+        on_go(lambda: None)                 # a thread that may send: no deadlock
+        try:
+            call({kind!r}, 1)
+            say("returned?!")
+        except Stop as e:
+            say("{kind} raised", repr(e))
+        feed.close()                # the next run's op finds it closed
+        say("next", call({kind!r}, 2))
+    """)
+    sent = signal_blocked(child, signo)
+    assert line(child) == "op canceled context canceled"
+    assert line(child) == f"{kind} raised Stop({int(signo)})"
+    assert time.monotonic() - sent < BOUND
+    assert line(child) == "ready"
+    assert line(child) == "next 2"
+    child.finish()
+
+
+@pytest.mark.parametrize("kind", ["run", "stream"])
+def test_tapemachine_ctrl_c_with_a_handler_installed_stops_the_run_its_op_waits_in(kind):
+    child = Child(TAPE + f"""
+        signal.signal(signal.SIGTERM, raising)
+        on_go(lambda: None)
+        try:
+            call({kind!r}, 1)
+            say("returned?!")
+        except KeyboardInterrupt:
+            say("interrupted")
+    """)
+    child.wait_for("ready")
+    child.wait_blocked(limit=LIMIT)
+    sent = child.interrupt()
+    assert line(child) == "op canceled context canceled"
+    assert line(child) == "interrupted"
+    assert time.monotonic() - sent < BOUND
+    child.finish()
+
+
+@pytest.mark.parametrize("kind", ["run", "stream"])
+def test_tapemachine_handler_returns_and_the_run_completes_with_the_value_sent_later(kind):
+    child = Child(TAPE + f"""
+        signal.signal(signal.SIGUSR1, returning)
+        on_go(lambda: feed.send(np.int64([40])))
+        say("result", call({kind!r}, 2))
+    """)
+    expect_handler_ran_while_blocked(child, signal.SIGUSR1)
+    assert line(child) == "result 42"
+    child.finish()
+
+
+@pytest.mark.parametrize("handler", [False, True], ids=["inline", "helper"])
+def test_tapemachine_run_timeout_stops_its_op_waiting_in_recv(handler):
+    # The run's deadline ends the op's recv (on the main thread, or on the helper while a SIGTERM
+    # handler is installed): DeadlineExceededError at the timeout.
+    child = Child(TAPE.replace("cf.CanceledError", "cf.DeadlineExceededError") + f"""
+        if {handler}:
+            signal.signal(signal.SIGTERM, returning)
+        on_go(lambda: None)
+        start = time.monotonic()
+        try:
+            m.run({{x: np.int64([1])}}, timeout=0.5)
+            say("returned?!")
+        except cf.DeadlineExceededError:
+            say("deadline %.3f" % (time.monotonic() - start))
+    """)
+    assert line(child) == "ready"
+    assert line(child) == "op canceled context deadline exceeded"
+    took = float(line(child).split()[1])
+    assert 0.5 <= took < 0.5 + BOUND
+    child.finish()
+
+
+def test_a_run_inside_a_tapemachine_op_stops_with_the_outer_run():
+    # The outer op runs an inner TapeMachine whose op waits in recv: the inner run's context is
+    # a child of the outer run's, so the handler's cancel of the outer run ends both.
+    child = Child(TAPE + """
+        outer = cf.Graph()
+        ox = outer.input("x", "int64", (1,))
+        def run_inner(a):
+            try:
+                m.run({x: np.asarray(a)})
+            except cf.CanceledError as e:
+                say("inner run canceled", e)
+                raise
+            return m.result(out)
+        outer.apply(run_inner, [ox], (1,), "int64")
+        signal.signal(signal.SIGTERM, raising)
+        on_go(lambda: None)
+        try:
+            cf.TapeMachine(outer).run({ox: np.int64([1])})
+            say("returned?!")
+        except Stop as e:
+            say("run raised", repr(e))
+    """)
+    sent = signal_blocked(child, signal.SIGTERM)
+    assert line(child) == "op canceled context canceled"
+    assert line(child) == "inner run canceled context canceled"
+    assert line(child) == f"run raised Stop({int(signal.SIGTERM)})"
+    assert time.monotonic() - sent < BOUND
+    child.finish()
+
+
+def test_a_gomachine_op_abandoned_by_its_run_stops_waiting():
+    # A GoMachine returns at its deadline and leaves the op running; the op's recv ends with the
+    # run (it used to wait on its callback thread for a value that never came).
+    child = Child(TAPE.replace("cf.TapeMachine(g)", "cf.GoMachine(g, workers=2)")
+                      .replace("cf.CanceledError", "cf.DeadlineExceededError") + """
+        on_go(lambda: None)
+        try:
+            m.run({x: np.int64([1])}, timeout=0.5)
+        except cf.DeadlineExceededError as e:
+            raised = type(e).__name__
+        m.close()                   # waits for the abandoned run: the op must have returned
+        say("closed after", raised)
+    """)
+    assert line(child) == "ready"
+    assert line(child) == "op canceled context deadline exceeded"
+    assert line(child) == "closed after DeadlineExceededError"
     child.finish()
 
 
