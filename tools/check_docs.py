@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """check_docs.py — every option the user docs give a command exists in that command's --help.
 
-    check_docs.py ROOT CHANFLOW TRAIN_DIGITS
+    check_docs.py ROOT CHANFLOW TRAIN_DIGITS TRAIN_FASHION
 
 Reads README.md, docs/getting_started.md, docs/exec.md and docs/architecture.md. A line of a code
-block that runs a command (`chanflow run ...`, `.../train_digits ...`, `scripts/bootstrap.sh ...`)
+block that runs a command (`chanflow run ...`, `.../train_fashion ...`, `scripts/bootstrap.sh ...`)
 names options for that command (up to a `|`, `&&`, `;` or `#`); a prose paragraph that mentions
 exactly one command names options for it (`scripts/demo.sh` passes its arguments to
-`train_digits`, so it counts as `train_digits`). Each such `--option` must appear in the command's
+`train_fashion`, so it counts as `train_fashion`). Each such `--option` must appear in the command's
 --help output. Paragraphs that mention no command, or several, are not checked. Exits 1 listing
 every option that is missing.
 """
@@ -27,14 +27,15 @@ MENTIONS = (
     ("chanflow trace summary", re.compile(r"\bchanflow trace summary\b")),
     ("chanflow trace html", re.compile(r"\bchanflow trace html\b")),
     ("chanflow", re.compile(r"\bchanflow(?= --)")),
-    # The example's directory and output paths (examples/train_digits/, out/train_digits/) count.
-    ("train_digits", re.compile(r"\btrain_digits\b|\bscripts/demo\.sh\b")),
+    # An example's directory and output paths (examples/train_fashion/, out/train_fashion/) count.
+    ("train_fashion", re.compile(r"\btrain_fashion\b|\bscripts/demo\.sh\b")),
+    ("train_digits", re.compile(r"\btrain_digits\b")),
     ("scripts/bootstrap.sh", re.compile(r"\bscripts/bootstrap\.sh\b")),
     ("scripts/bench.py", re.compile(r"\bscripts/bench\.py\b")),
 )
 
 
-def help_texts(root, chanflow, train_digits):
+def help_texts(root, chanflow, train_digits, train_fashion):
     cmds = {
         "chanflow": [chanflow, "--help"],
         "chanflow run": [chanflow, "run", "--help"],
@@ -43,6 +44,7 @@ def help_texts(root, chanflow, train_digits):
         "chanflow trace summary": [chanflow, "trace", "summary", "--help"],
         "chanflow trace html": [chanflow, "trace", "html", "--help"],
         "train_digits": [train_digits, "--help"],
+        "train_fashion": [train_fashion, "--help"],
         "scripts/bootstrap.sh": ["bash", str(root / "scripts/bootstrap.sh"), "--help"],
         "scripts/bench.py": [sys.executable, str(root / "scripts/bench.py"), "--help"],
     }
@@ -106,8 +108,8 @@ def claims(root):
 
 
 def main():
-    root, chanflow, train_digits = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
-    helps = help_texts(root, chanflow, train_digits)
+    root, chanflow, train_digits, train_fashion = Path(sys.argv[1]), *sys.argv[2:5]
+    helps = help_texts(root, chanflow, train_digits, train_fashion)
     found = claims(root)
     missing = []
     checked = {}
@@ -118,7 +120,7 @@ def main():
     for name in sorted(checked):
         print(f"{name}: {' '.join(sorted(checked[name]))}")
     # The extraction itself must keep finding the options the README is built around.
-    for name, least in (("chanflow run", 3), ("train_digits", 6)):
+    for name, least in (("chanflow run", 3), ("train_fashion", 6)):
         if len(checked.get(name, ())) < least:
             missing.append(f"only {len(checked.get(name, ()))} option(s) of {name} found in the "
                            f"docs (want at least {least}): has check_docs.py stopped reading them?")

@@ -1,6 +1,6 @@
 // arg_max run by the executor from .pbtxt text: axis (negative too), keepdims, flatten, INT32 and
 // INT64 indices, first index on ties, NaN as the tensor layer treats it, inference, and run-time
-// errors positioned at the op; the fuzz seed and examples/train_digits/eval.pbtxt run with known
+// errors positioned at the op; the fuzz seed and examples/training/mlp_eval.pbtxt run with known
 // answers.
 #include <gtest/gtest.h>
 
@@ -203,11 +203,11 @@ TEST(ArgMax, FuzzCorpusSeedRuns) {
   EXPECT_EQ(values(o["flat"]), (std::vector<int64_t>{0}));
 }
 
-// examples/train_digits/eval.pbtxt counts a row when arg_max(logits) == arg_max(label), over real
+// examples/training/mlp_eval.pbtxt counts a row when arg_max(logits) == arg_max(label), over real
 // rows only. Weights make logits = relu(x[:, :10]) so each row's logits are chosen here.
-TEST(ArgMax, TrainDigitsEvalProgramCountsArgmaxHits) {
+TEST(ArgMax, MlpEvalProgramCountsArgmaxHits) {
   cf::Program p = cf::Program::from_file(std::string(CHANFLOW_SOURCE_DIR) +
-                                         "/examples/train_digits/eval.pbtxt");
+                                         "/examples/training/mlp_eval.pbtxt");
   const int64_t h = 10;
   Tensor w1 = Tensor::zeros({64, h}, DType::kFloat32);
   Tensor w2 = Tensor::zeros({h, 10}, DType::kFloat32);

@@ -111,7 +111,7 @@ TEST(ProgramRoundTrip, LargeBuilderProgram) {
 // program (the fuzz targets' invariants, run here on both files).
 TEST(ProgramRoundTrip, ArgMaxPrograms) {
   for (const char* rel :
-       {"/fuzz/ir/corpus/text/programs_arg_max.pbtxt", "/examples/train_digits/eval.pbtxt"}) {
+       {"/fuzz/ir/corpus/text/programs_arg_max.pbtxt", "/examples/training/mlp_eval.pbtxt"}) {
     SCOPED_TRACE(rel);
     cf::Program p = cf::Program::from_file(std::string(CHANFLOW_SOURCE_DIR) + rel);
     EXPECT_TRUE(cf::Program::from_text(p.to_text()).equals(p));
