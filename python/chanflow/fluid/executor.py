@@ -195,9 +195,10 @@ class Executor(object):
             )
         except _native.ChannelClosedError as e:
             # A py_reader's eof channel is always closed: the program sends on it when the pass
-            # is over (see layers.io.PyReader).
+            # is over (see layers.io.PyReader). The error names the program variable whose
+            # channel was closed.
             for r in readers:
-                if "'%s'" % r.eof_var_name in str(e):
+                if e.channel == r.eof_var_name:
                     r._raise_end(e)
             raise
         if return_numpy:
