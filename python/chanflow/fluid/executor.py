@@ -15,6 +15,7 @@ import numpy as np
 from .. import _native
 from . import core
 from . import framework
+from . import place_parallel
 
 __all__ = ["Executor", "global_scope", "scope_guard"]
 
@@ -154,7 +155,7 @@ class Executor(object):
             program = framework.default_main_program()
         elif not isinstance(program, framework.Program):
             raise TypeError("Executor.run: program must be a fluid Program, got %r" % (program,))
-        native_program = program._native_program()
+        native_program = place_parallel.native_program(program)
 
         fetch = []
         if fetch_list is not None:
