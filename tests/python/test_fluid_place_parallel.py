@@ -86,12 +86,17 @@ def test_parallel_executor_places_run_on_green_threads_of_their_own(monkeypatch,
         pe = fluid.ParallelExecutor(loss_name=loss.name, main_program=main)
         _, slices = traced(lambda: pe.run([loss], feed=batch()))
     # 8 shards, two fc layers: 16 forward muls, 8 / places shards (16 / places muls) per place,
-    # each place on one green thread of its own; the sums and the optimiser on the caller.
+    # each place on one green thread of its own; the optimiser on the caller. The 4 gradient
+    # sums are trees of 7 pairwise sums: each place adds its shards' (8 / places - 1 each), the
+    # caller the places' partial sums (places - 1).
     muls = threads_of(slices, "mul")
     assert len(muls) == places and 0 not in muls
     assert sorted(muls.values()) == [16 // places] * places
     assert set(threads_of(slices, "mul_grad")) == set(muls)
-    assert set(threads_of(slices, "adam")) == {0} and set(threads_of(slices, "sum")) == {0}
+    assert set(threads_of(slices, "adam")) == {0}
+    sums = threads_of(slices, "sum")
+    assert sums[0] == 4 * (places - 1)
+    assert all(sums[g] == 4 * (8 // places - 1) for g in muls)
 
 
 def test_one_place_runs_inline(monkeypatch):
@@ -196,15 +201,16 @@ def test_batch_norm_statistics_are_updated_once_per_step_as_the_mean_of_the_shar
 
 
 def hand_program(ops):
-    """A program of block 0 tensors a, b, c, d, e, s (FP32 [2]) whose ops ``ops`` builds, with
-    the variables ending in 0 owned by place 0 and those ending in 1 by place 1."""
+    """A program of block 0 tensors x, s, t, a0, b0, a1, b1 (FP32 [2]) whose ops ``ops``
+    builds, a0 and b0 of shard 0 (place 0), a1 and b1 of shard 1 (place 1)."""
     main = fluid.Program()
     with fluid.program_guard(main, fluid.Program()):
         block = main.global_block()
         for n in ("x", "s", "t", "a0", "b0", "a1", "b1"):
             block.create_var(name=n, dtype=VT.FP32, shape=[2])
         ops(block)
-    main._var_places = {"a0": 0, "b0": 0, "a1": 1, "b1": 1}
+    main._var_shards = {"a0": 0, "b0": 0, "a1": 1, "b1": 1}
+    main._shard_places = [0, 1]
     return main
 
 
@@ -216,7 +222,7 @@ def scale(block, x, out, by):
 def written_order(main, feed, fetch):
     """What ``main`` computes run as written (no place-owned variables)."""
     plain = main.clone()
-    plain._var_places = {}
+    plain._var_shards = {}
     return fluid.Executor().run(plain, feed=feed, fetch_list=fetch)
 
 
@@ -245,7 +251,7 @@ def test_places_that_share_a_variable_compute_the_written_order(case):
     feed = {"x": np.array([1.0, -2.0], np.float32)}
     fetch = ["s", "b0", "b1"] if case != "write_after_write" else ["s", "b0"]
     want = written_order(main, feed, fetch)
-    plan = place_parallel.stages(main.global_block(), main._var_places)
+    _, _, plan = place_parallel.schedule(main)
     assert any(kind == "stage" for kind, _ in plan)  # some ops of the two places overlap
     got, slices = traced(lambda: fluid.Executor().run(main, feed=feed, fetch_list=fetch))
     assert len({g for g, _ in slices} - {0}) >= 2
@@ -265,12 +271,48 @@ def test_seed_sequence_and_channel_ops_keep_their_order():
         scale(block, "x", "b1", 3)
 
     main = hand_program(ops)
-    place_of, deps = place_parallel._analyse(main.global_block(), main._var_places)
-    assert place_of == [0, 1, None, 0, 1]
+    p, places, plan = place_parallel.schedule(main)
+    deps = place_parallel._analyse(p.global_block(), places)
+    assert places == [0, 1, None, 0, 1]
     assert 0 in deps[1]  # the second draw waits for the first
     assert {0, 1} <= deps[2] and 2 in deps[3] and 2 in deps[4]  # the channel op: a barrier
-    plan = place_parallel.stages(main.global_block(), main._var_places)
     assert plan == [("op", 0), ("op", 1), ("op", 2), ("stage", [(0, [3]), (1, [4])])]
+
+
+def test_sums_of_shard_variables_are_trees_the_places_share():
+    # 8 shard contributions summed: each place adds its own, in a tree fixed by the inputs'
+    # order, the caller the two partial sums; the same for one place.
+    def program(places):
+        main = fluid.Program()
+        with fluid.program_guard(main, fluid.Program()):
+            block = main.global_block()
+            block.create_var(name="x", dtype=VT.FP32, shape=[3])
+            block.create_var(name="total", dtype=VT.FP32, shape=[3])
+            names = []
+            for i in range(8):
+                names.append(block.create_var(name="g.shard_%d" % i, dtype=VT.FP32,
+                                              shape=[3]).name)
+                scale(block, "x", names[-1], 1.0 + 0.1 * i)
+            block.append_op(type="sum", inputs={"X": names}, outputs={"Out": ["total"]})
+        main._var_shards = {n: i for i, n in enumerate(names)}
+        main._shard_places = [i * places // 8 for i in range(8)]
+        return main
+
+    x = np.array([1e-3, 3.0, -7.25], np.float32)
+    got = {}
+    for places in (1, 2, 4):
+        main = program(places)
+        p, where, plan = place_parallel.schedule(main)
+        sums = [(op.input("X"), w) for op, w in zip(p.global_block().ops, where)
+                if op.type == "sum"]
+        assert len(sums) == 7 and all(len(xs) == 2 for xs, _ in sums)
+        assert [w for _, w in sums].count(None) == (0 if places == 1 else places - 1)
+        got[places], = fluid.Executor().run(main, feed={"x": x}, fetch_list=["total"])
+    leaves = [x * np.float32(1.0 + 0.1 * i) for i in range(8)]
+    pairs = [leaves[i] + leaves[i + 1] for i in range(0, 8, 2)]
+    want = (pairs[0] + pairs[1]) + (pairs[2] + pairs[3])
+    for places in (1, 2, 4):
+        np.testing.assert_array_equal(got[places], want)
 
 
 def test_a_failing_place_fails_the_run_with_its_error():

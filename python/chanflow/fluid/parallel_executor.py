@@ -10,8 +10,9 @@ multiple of the place count that is at least 8 (``BuildStrategy.num_shards`` ove
 place ``j`` owns shards ``j*S/P .. (j+1)*S/P - 1``. The main program is rewritten once: its
 forward and backward ops are copied per shard (variables renamed ``<name>.shard_<i>``,
 parameters and other persistables shared), the loss gradient of each shard scaled by ``1/S``
-(Paddle's ``CoeffNumDevice``), each parameter gradient summed over the shards in shard order by
-one ``sum`` op, then the optimiser ops run once. The reduction therefore does not depend on the
+(Paddle's ``CoeffNumDevice``), each parameter gradient summed over the shards by one ``sum``
+op (run as a pairwise tree in shard order, ``place_parallel``), then the optimiser ops run
+once. The reduction therefore does not depend on the
 place count: for every place count dividing 8 the weights are bit-identical, and they are those
 of the whole batch up to float rounding (each shard's mean loss averaged = the batch's mean).
 A state a shard's op updates in place (``batch_norm``'s running mean and variance) is updated
@@ -264,8 +265,9 @@ class ParallelExecutor(object):
         # Shard i's variables belong to place i // (S / P): each place's shards run on a green
         # thread of their own, concurrently with the other places' (place_parallel.py).
         per_place = S // self.device_count
-        p._var_places = {new: i // per_place for i in range(S)
+        p._var_shards = {new: i for i in range(S)
                          for new in list(renames[i].values()) + state.names(i)}
+        p._shard_places = [i // per_place for i in range(S)]
         p._bump()
         self._shard_vars = shard_vars
         self._renames = renames

@@ -244,8 +244,8 @@ class ParallelDo(object):
     order, which is place order (Paddle's result for per-row values). ``pd()`` returns the
     gathered outputs (one Variable, or a list for several).
 
-    Parameters are shared: ``append_backward`` sums their gradients over the shards in shard
-    order. The gradient each shard receives does not depend on the place count when ``P`` and
+    Parameters are shared: ``append_backward`` sums their gradients over the shards (run as a
+    pairwise tree in shard order, ``place_parallel``). The gradient each shard receives does not depend on the place count when ``P`` and
     ``S/P`` are powers of two (``1/P`` then ``1/(S/P)``, both exact), so for every place count
     dividing 8 the trained weights are bit-identical, and equal to the undivided batch's up to
     float rounding. A per-row statistic of the body (``batch_norm``) is computed per shard; the
@@ -392,12 +392,14 @@ class ParallelDo(object):
                     attrs=dict(op._attrs),
                 )
         state.append_means()
-        # Each shard's variables are its place's: Executor.run runs the places concurrently.
-        owned = {}
-        if n > 1:
-            for i in range(S):
-                for new in list(renames[i].values()) + state.names(i):
-                    owned[new] = i // k
+        # Shard i's variables are place i // k's: Executor.run runs the places concurrently.
+        # (Recorded for one place too: the sums over the shards are the same trees then.)
+        base = len(program._shard_places)
+        shards = {}
+        for i in range(S):
+            for new in list(renames[i].values()) + state.names(i):
+                shards[new] = base + i
+        program._shard_places.extend(i // k for i in range(S))
         results = []
         for var in self._outputs:
             per_shard = [parent.var_recursive(renames[i].get(var.name, var.name))
@@ -406,15 +408,11 @@ class ParallelDo(object):
             if k > 1 and dims and all(d == 1 for d in dims):
                 per_place = []
                 for j in range(n):
-                    gathered = concat(per_shard[j * k:(j + 1) * k], axis=0)
-                    avg = mean(gathered)
-                    if n > 1:
-                        owned[gathered.name] = owned[avg.name] = j
-                    per_place.append(avg)
+                    per_place.append(mean(concat(per_shard[j * k:(j + 1) * k], axis=0)))
             else:
                 per_place = per_shard
             results.append(concat(per_place, axis=0) if len(per_place) > 1 else per_place[0])
-        program._var_places.update(owned)
+        program._var_shards.update(shards)
         program._bump()
         self._results = results
         self.status = ParallelDo.AFTER_PARALLEL_DO_BLOCK
