@@ -12,6 +12,8 @@
 // as chanflow.ProgramError's subclass, and pickles through chanflow._program_error.
 #include <exception>
 #include <new>
+#include <optional>
+#include <string>
 
 #include "chanflow/core/error.h"
 #include "native.h"
@@ -118,6 +120,20 @@ PyObject* program_error_class(const ProgramError& e) {
   }
 }
 
+// The channel a ProgramError's nested ChannelClosedError names (its program variable), if the
+// error has such a cause.
+std::optional<std::string> nested_channel_closed(const ProgramError& e) {
+  const auto* nested = dynamic_cast<const std::nested_exception*>(&e);
+  if (nested == nullptr || nested->nested_ptr() == nullptr) return std::nullopt;
+  try {
+    std::rethrow_exception(nested->nested_ptr());
+  } catch (const ChannelClosedError& c) {
+    return c.channel();
+  } catch (...) {
+    return std::nullopt;
+  }
+}
+
 void translate(std::exception_ptr p) {
   try {
     std::rethrow_exception(p);
@@ -126,6 +142,7 @@ void translate(std::exception_ptr p) {
     a["block"] = e.block_index();
     a["op"] = e.op_index();
     a["op_type"] = e.op_type();
+    if (std::optional<std::string> channel = nested_channel_closed(e)) a["channel"] = *channel;
     raise_with(program_error_class(e), e.what(), a);
   } catch (const LimitError& e) {
     py::dict a;
@@ -160,7 +177,9 @@ void translate(std::exception_ptr p) {
   } catch (const TypeError& e) {
     raise_with(g_classes.type, e.what());
   } catch (const ChannelClosedError& e) {
-    raise_with(g_classes.channel_closed, e.what());
+    py::dict a;
+    a["channel"] = e.channel();
+    raise_with(g_classes.channel_closed, e.what(), a);
   } catch (const DeadlockError& e) {
     raise_with(g_classes.deadlock, e.what());
   } catch (const CanceledError& e) {
@@ -189,8 +208,14 @@ void bind_errors(py::module_& m) {
                        "Shapes do not agree; the message names both shapes and the op.");
   c.type = make_class(m, "TypeError", {c.error, PyExc_TypeError},
                       "A value has the wrong type or dtype for the operation.");
-  c.channel_closed =
-      make_class(m, "ChannelClosedError", {c.error}, "A send on, or close of, a closed channel.");
+  py::dict channel_closed_attrs;
+  channel_closed_attrs["channel"] = "";
+  c.channel_closed = make_class(m, "ChannelClosedError", {c.error},
+                                "A send on, or close of, a closed channel. `channel` is the "
+                                "program variable that held the channel when an op of a program "
+                                "(channel_send, channel_close, a select's send case) raised it, "
+                                "else ''.",
+                                channel_closed_attrs);
   c.deadlock = make_class(m, "DeadlockError", {c.error},
                           "Every green thread is parked and nothing can wake the caller; the "
                           "message lists each parked green thread and what it waits on.");

@@ -4,6 +4,7 @@
 // variable -> slot of the go block's scope), escapes; select: in = {case_to_execute}, cases.
 #include <optional>
 #include <span>
+#include <string>
 #include <tuple>
 
 #include "chanflow/runtime/channel.h"
@@ -192,8 +193,9 @@ void run_select(const PreparedOp& op, const NoAttrs&, Frame& f) {
     for (size_t i = 0; i < n; ++i) {
       const PreparedCase& c = op.cases[i];
       if (c.kind == PreparedCase::kSend && chans[i]->closed()) {
-        CHANFLOW_THROW(ChannelClosedError)
-            << "case " << c.index << " sends on closed channel '" << c.channel_name << "'";
+        throw ChannelClosedError(
+            "case " + std::to_string(c.index) + " sends on closed channel '" + c.channel_name + "'",
+            c.channel_name);
       }
     }
     throw;

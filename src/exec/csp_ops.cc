@@ -3,6 +3,7 @@
 // failure elsewhere (or a detected deadlock) wakes it. One row each in csp_kernels() (kernel.h).
 #include <optional>
 #include <span>
+#include <string>
 #include <tuple>
 
 #include "chanflow/exec/channels.h"
@@ -68,10 +69,10 @@ void run_channel_send(const PreparedOp& op, const NoAttrs&, Frame& f) {
   } catch (const ChannelClosedError&) {
     // The wait is a runtime select (the send or the run's cancellation) and its error says
     // "select: ...", but this op is a plain send: say so. Only the send case can throw this.
-    CHANFLOW_THROW(ChannelClosedError)
-        << "send on closed channel '" << op.in_names[0]
-        << "' (an error, as in Go: Fluid's send returned without sending, so the value "
-           "was lost)";
+    throw ChannelClosedError("send on closed channel '" + op.in_names[0] +
+                                 "' (an error, as in Go: Fluid's send returned without sending, "
+                                 "so the value was lost)",
+                             op.in_names[0]);
   }
   if (op.out[0].valid()) write_out(op, f, 0, Tensor::full({1}, 1.0, DType::kBool));
 }
@@ -99,16 +100,17 @@ void bind_channel_recv(PrepareCtx& c) {
 void run_channel_close(const PreparedOp& op, const NoAttrs&, Frame& f) {
   Channel ch = channel_in(op, f);
   if (!ch.defined()) {
-    CHANFLOW_THROW(ChannelClosedError) << "close of nil channel '" << op.in_names[0]
-                                       << "' (no channel_create or assign has written it)";
+    throw ChannelClosedError("close of nil channel '" + op.in_names[0] +
+                                 "' (no channel_create or assign has written it)",
+                             op.in_names[0]);
   }
   try {
     ch.close();
   } catch (const ChannelClosedError&) {
-    CHANFLOW_THROW(ChannelClosedError)
-        << "close of closed channel '" << op.in_names[0]
-        << "' (an error, as in Go: Fluid ignored a second close, which hides two owners that each "
-           "believe they end the stream)";
+    throw ChannelClosedError("close of closed channel '" + op.in_names[0] +
+                                 "' (an error, as in Go: Fluid ignored a second close, which "
+                                 "hides two owners that each believe they end the stream)",
+                             op.in_names[0]);
   }
 }
 void bind_channel_close(PrepareCtx& c) { c.in("Channel"); }

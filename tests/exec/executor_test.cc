@@ -296,6 +296,65 @@ TEST(Executor, SendOnClosedChannelNamesTheFailingOpOnce) {
   }
 }
 
+// The nested ChannelClosedError names the variable whose channel was closed (channel()), for
+// callers that react to one channel of a program (fluid's py_reader end of pass).
+std::string closed_channel_of(const cf::Program& p) {
+  cf::Executor ex;
+  try {
+    ex.run(p);
+  } catch (const cf::ProgramError& e) {
+    try {
+      std::rethrow_if_nested(e);
+    } catch (const cf::ChannelClosedError& closed) {
+      return closed.channel();
+    }
+    ADD_FAILURE() << "no nested ChannelClosedError: " << e.what();
+    return {};
+  }
+  ADD_FAILURE() << "no error";
+  return {};
+}
+
+TEST(Executor, ChannelClosedErrorNamesTheChannelVariable) {
+  {
+    cf::ProgramBuilder b;
+    cf::Var ch = b.make_channel(DType::kFloat64, 1, "jobs");
+    cf::Var x = b.fill_constant({1}, DType::kFloat64, 1);
+    b.channel_close(ch);
+    b.channel_send(ch, x);
+    EXPECT_EQ(closed_channel_of(b.build()), "jobs");
+  }
+  {
+    cf::ProgramBuilder b;
+    cf::Var ch = b.make_channel(DType::kFloat64, 1, "done");
+    b.channel_close(ch);
+    b.channel_close(ch);
+    EXPECT_EQ(closed_channel_of(b.build()), "done");
+  }
+  {
+    cf::ProgramBuilder b;
+    cf::Var open = b.make_channel(DType::kFloat64, 0, "open");
+    cf::Var ch = b.make_channel(DType::kFloat64, 1, "results");
+    cf::Var x = b.fill_constant({1}, DType::kFloat64, 1);
+    b.channel_close(ch);
+    {
+      auto s = b.select();
+      { auto c = s.case_recv(open); }
+      { auto c = s.case_send(ch, x); }
+    }
+    EXPECT_EQ(closed_channel_of(b.build()), "results");
+  }
+  // Outside a program the runtime knows a channel by address only.
+  cf::Channel ch = cf::Channel::make<cf::TensorObj>(1);
+  ch.close();
+  try {
+    ch.close();
+    FAIL() << "no error";
+  } catch (const cf::ChannelClosedError& e) {
+    EXPECT_EQ(e.channel(), "");
+  }
+}
+
 // Everything blocked: DeadlockError naming each waiting op, never a hang.
 TEST(Executor, DeadlockNamesTheWaitingOps) {
   cf::ProgramBuilder b;

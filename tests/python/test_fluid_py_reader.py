@@ -151,6 +151,45 @@ def test_provider_exception_is_raised_by_the_run():
         reader.reset()
 
 
+def test_the_end_is_told_by_the_closed_channel_not_by_the_message():
+    # The run fails on another closed channel, whose name quotes the reader's eof channel: that
+    # is the program's own ChannelClosedError, not the end of the pass (the error names the
+    # channel variable; the message is not read).
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        reader = layers.py_reader(capacity=2, shapes=[(-1, 3), (-1, 1)],
+                                  dtypes=["float32", "int64"], name="feed")
+        x, y = layers.read_file(reader)
+        loss = net(x, y)
+        block = main.global_block()
+        other = block.create_var(name="copy of '%s'" % reader.eof_var_name,
+                                 type=fluid.core.VarDesc.VarType.CHANNEL)
+        block.append_op(type="channel_create", outputs={"Out": [other]},
+                        attrs={"data_type": int(fluid.core.VarDesc.VarType.BOOL)})
+        fluid.channel_close(other)
+        fluid.channel_close(other)
+    reader.decorate_paddle_reader(chanflow.batch(samples, BATCH))
+    with fluid.scope_guard(fluid.core.Scope()):
+        exe = fluid.Executor(fluid.CPUPlace())
+        exe.run(startup)
+        reader.start()
+        with pytest.raises(chanflow.ChannelClosedError) as info:
+            exe.run(main, fetch_list=[loss])
+        assert not isinstance(info.value, fluid.core.EOFException)
+        assert info.value.channel == other.name
+        assert "'%s'" % reader.eof_var_name in str(info.value)
+        reader.reset()
+        # The pass's end is the eof channel's error: EOFException, caused by it.
+        reader.decorate_paddle_reader(lambda: iter([]))
+        main.global_block().ops[-2:] = []
+        main._bump()
+        reader.start()
+        with pytest.raises(fluid.core.EOFException) as info:
+            exe.run(main, fetch_list=[loss])
+        assert info.value.__cause__.channel == reader.eof_var_name
+        reader.reset()
+
+
 def test_argument_errors():
     with fluid.program_guard(fluid.Program(), fluid.Program()):
         with pytest.raises(ValueError):

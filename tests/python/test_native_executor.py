@@ -87,6 +87,47 @@ def test_channel_closed_error_from_send_on_a_closed_channel(ex):
     with pytest.raises(cf.ChannelClosedError) as info:
         ex.run(p)
     assert isinstance(info.value, cf.ProgramError) and info.value.op == 3
+    assert info.value.channel == "c"
+
+
+def closed_channel_programs():
+    """(program, the variable its failing channel op names, block and op of that op)."""
+    make = op("channel_create", outputs=[("Out", ["jobs"])], attrs=[("data_type", VT.INT64)])
+    value = op("fill_constant", outputs=[("Out", ["v"])], attrs=[("shape", [1]),
+                                                                  ("dtype", VT.INT64)])
+    vars_ = [chvar("jobs"), chvar("other"), tvar("v", VT.INT64, [1])]
+    close_twice = cf.Program.from_blocks([block(0, -1, vars_, [
+        make, op("channel_close", [("Channel", ["jobs"])]),
+        op("channel_close", [("Channel", ["jobs"])])])])
+    close_nil = cf.Program.from_blocks([block(0, -1, vars_, [
+        make, op("channel_close", [("Channel", ["other"])])])])
+    # The send fails in a go block; the caller learns which variable held the channel.
+    send_in_go = cf.Program.from_blocks([
+        block(0, -1, vars_, [make, op("channel_close", [("Channel", ["jobs"])]),
+                             op("go", inputs=[("X", ["jobs"])],
+                                attrs=[("sub_block", cf.BlockRef(1))])]),
+        block(1, 0, [], [value, op("channel_send", [("Channel", ["jobs"]), ("X", ["v"])])])])
+    return [(close_twice, "jobs", 0, 2), (close_nil, "other", 0, 1), (send_in_go, "jobs", 1, 1)]
+
+
+@pytest.mark.parametrize("case", range(3))
+def test_channel_closed_error_names_the_closed_channel_variable(ex, case):
+    program, channel, block_index, op_index = closed_channel_programs()[case]
+    with pytest.raises(cf.ChannelClosedError) as info:
+        ex.run(program)
+    e = info.value
+    assert isinstance(e, cf.ProgramError)
+    assert (e.channel, e.block, e.op) == (channel, block_index, op_index)
+    back = pickle.loads(pickle.dumps(e))
+    assert back.channel == channel
+
+
+def test_channel_closed_error_of_a_python_channel_names_none():
+    ch = cf.make_chan(1, "Tensor")
+    ch.close()
+    with pytest.raises(cf.ChannelClosedError) as info:
+        ch.close()
+    assert info.value.channel == "" and not isinstance(info.value, cf.ProgramError)
 
 
 def test_program_error_positions_a_verifier_failure(ex):

@@ -33,10 +33,19 @@ class CHANFLOW_API Error : public std::runtime_error {
 };
 
 // A send on a closed channel, a close of a closed or nil channel, or a send case of a select that
-// was chosen on a closed channel.
+// was chosen on a closed channel. `channel()` names the channel when the thrower knows it by name:
+// the executor's channel ops and select set it to the program variable that held the channel, so
+// a caller can tell which of a program's channels was closed without reading the message. Empty
+// otherwise (the runtime's own send and close know channels by address only).
 class CHANFLOW_API ChannelClosedError : public Error {
  public:
-  using Error::Error;
+  explicit ChannelClosedError(const std::string& message, std::string channel = {})
+      : Error(message), channel_(std::move(channel)) {}
+
+  const std::string& channel() const noexcept { return channel_; }
+
+ private:
+  std::string channel_;
 };
 
 // Every green thread is parked, no timer is pending, and a caller waits: nothing can ever wake it.

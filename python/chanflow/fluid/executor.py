@@ -15,6 +15,7 @@ import numpy as np
 from .. import _native
 from . import core
 from . import framework
+from . import place_parallel
 
 __all__ = ["Executor", "global_scope", "scope_guard"]
 
@@ -154,7 +155,7 @@ class Executor(object):
             program = framework.default_main_program()
         elif not isinstance(program, framework.Program):
             raise TypeError("Executor.run: program must be a fluid Program, got %r" % (program,))
-        native_program = program._native_program()
+        native_program = place_parallel.native_program(program)
 
         fetch = []
         if fetch_list is not None:
@@ -195,9 +196,10 @@ class Executor(object):
             )
         except _native.ChannelClosedError as e:
             # A py_reader's eof channel is always closed: the program sends on it when the pass
-            # is over (see layers.io.PyReader).
+            # is over (see layers.io.PyReader). The error names the program variable whose
+            # channel was closed.
             for r in readers:
-                if "'%s'" % r.eof_var_name in str(e):
+                if e.channel == r.eof_var_name:
                     r._raise_end(e)
             raise
         if return_numpy:

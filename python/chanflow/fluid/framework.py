@@ -770,6 +770,12 @@ class Program(object):
         self._op_role_var = []
         self._version = 0
         self._native = None  # (version, chanflow Program) of the last conversion
+        # The shards of a batch ParallelExecutor and ParallelDo cut: the block 0 variables of
+        # each shard (name -> shard index) and the place of each shard. Executor.run runs the
+        # places' ops concurrently (place_parallel.py).
+        self._var_shards = {}
+        self._shard_places = []
+        self._concurrent = None  # (version, chanflow Program) of place_parallel's rewrite
 
     def _bump(self):
         self._version += 1
@@ -931,6 +937,8 @@ class Program(object):
                     nb._find_var_recursive(n).op = nop
         p.current_block_idx = 0
         p._seed = self._seed
+        p._var_shards = dict(self._var_shards)
+        p._shard_places = list(self._shard_places)
         return p
 
     @contextlib.contextmanager

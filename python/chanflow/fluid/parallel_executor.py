@@ -10,12 +10,18 @@ multiple of the place count that is at least 8 (``BuildStrategy.num_shards`` ove
 place ``j`` owns shards ``j*S/P .. (j+1)*S/P - 1``. The main program is rewritten once: its
 forward and backward ops are copied per shard (variables renamed ``<name>.shard_<i>``,
 parameters and other persistables shared), the loss gradient of each shard scaled by ``1/S``
-(Paddle's ``CoeffNumDevice``), each parameter gradient summed over the shards in shard order by
-one ``sum`` op, then the optimiser ops run once. The reduction therefore does not depend on the
+(Paddle's ``CoeffNumDevice``), each parameter gradient summed over the shards by one ``sum``
+op (run as a pairwise tree in shard order, ``place_parallel``), then the optimiser ops run
+once. The reduction therefore does not depend on the
 place count: for every place count dividing 8 the weights are bit-identical, and they are those
 of the whole batch up to float rounding (each shard's mean loss averaged = the batch's mean).
-The shards run one after another inside one chanflow run (the ParallelDo machinery's rule), not
-concurrently.
+A state a shard's op updates in place (``batch_norm``'s running mean and variance) is updated
+once per step, to the mean of the shards' updates (``place_parallel.ShardedState``).
+
+**Concurrency.** Shard ``i``'s variables belong to place ``i // (S/P)``: ``Executor.run`` runs
+each place's shards, in shard order, on a green thread of its own, concurrently with the other
+places', and the shared ops (the split, the gradient sums, the optimiser) on the calling thread
+(``place_parallel``), computing what the ops' written order computes.
 
 **Fetches** are merged as Paddle's fetch ops merged the devices' tensors: a variable computed
 per shard comes back concatenated along dimension 0 (shard order = place order), except a
@@ -33,6 +39,7 @@ import numpy as np
 
 from . import core
 from . import framework
+from . import place_parallel
 from .executor import Executor, global_scope
 from .framework import OpRole
 
@@ -202,6 +209,7 @@ class ParallelExecutor(object):
                 inputs.append(name)
 
         renames = [dict() for _ in range(S)]
+        state = place_parallel.ShardedState(block, S)
         with framework.program_guard(p):
             for op in once_before:
                 block.ops.append(op)
@@ -235,9 +243,9 @@ class ParallelExecutor(object):
                     block.append_op(
                         type=op.type,
                         inputs={k: [ren.get(a, a) for a in args] for k, args in op._inputs.items()},
-                        outputs={k: [ren.get(a, a) for a in args]
-                                 for k, args in op._outputs.items()},
+                        outputs=state.outputs(op, ren, i),
                         attrs=attrs)
+            state.append_means()
             read_after = []
             for op in once_after:
                 for n in op.input_arg_names:
@@ -254,6 +262,12 @@ class ParallelExecutor(object):
                     sums([block.var(renames[i][n]) for i in range(S)], out=block.var(n))
             for op in once_after:
                 block.ops.append(op)
+        # Shard i's variables belong to place i // (S / P): each place's shards run on a green
+        # thread of their own, concurrently with the other places' (place_parallel.py).
+        per_place = S // self.device_count
+        p._var_shards = {new: i for i in range(S)
+                         for new in list(renames[i].values()) + state.names(i)}
+        p._shard_places = [i // per_place for i in range(S)]
         p._bump()
         self._shard_vars = shard_vars
         self._renames = renames

@@ -220,8 +220,8 @@ class ParallelDoGuard(BlockGuard):
 
 
 class ParallelDo(object):
-    """Fluid's ``ParallelDo(places)``: the body of ``with pd.do():`` run once per place on a
-    slice of the batch::
+    """Fluid's ``ParallelDo(places)``: the body of ``with pd.do():`` run on every place, each on
+    its part of the batch::
 
         places = fluid.layers.device.get_places()
         pd = ParallelDo(places)
@@ -229,28 +229,41 @@ class ParallelDo(object):
             x_ = pd.read_input(x)                 # this place's rows of x
             loss = fluid.layers.mean(net(x_))
             pd.write_output(loss)
-        loss = fluid.layers.mean(pd())            # the places' losses, concatenated
+        loss = fluid.layers.mean(pd())            # one loss per place
 
-    ``read_input(var)`` splits ``var`` along dimension 0 into ``len(places)`` equal parts (a
-    batch whose size the place count does not divide raises ``chanflow.ShapeError`` at run
-    time); ``write_output(var)`` gathers the places' values of ``var`` by ``concat`` along
-    dimension 0, in place order; ``pd()`` returns the gathered outputs (one Variable, or a
-    list for several). Parameters are shared by the places: their gradients are the sum of
-    the places' gradients, added by ``append_backward`` in a fixed order, so results do not
-    depend on scheduling.
+    **Shards.** The batch is cut along dimension 0 into ``S`` equal shards, ``S`` the smallest
+    multiple of the place count that is at least 8 (``num_shards``, a chanflow keyword,
+    overrides it): place ``j`` owns shards ``j*S/P .. (j+1)*S/P - 1``. The body is copied into
+    the enclosing block once per shard when the ``with`` ends (its variables renamed
+    ``<name>.shard_<i>``; parameters and other variables of enclosing blocks shared), and
+    ``Executor.run`` runs each place's shards on a green thread of its own, concurrently with
+    the other places' (``place_parallel``). ``read_input(var)`` is ``var``'s shard;
+    ``write_output(var)`` gathers ``var`` over the places: a one-element variable (a loss, an
+    accuracy) gives one value per place, the mean of the place's shards (shape ``[P]``, as
+    Paddle's per-device values), anything else is concatenated along dimension 0 in shard
+    order, which is place order (Paddle's result for per-row values). ``pd()`` returns the
+    gathered outputs (one Variable, or a list for several).
 
-    chanflow expands the body into the enclosing block, once per place, when the ``with``
-    ends (the variables of the body are renamed ``<name>.place_<i>``): the places run one
-    after another inside one run, not concurrently on green threads as Fluid ran them on
-    devices. A body with control flow (a nested block) raises ``ValueError``; the body's own
-    variables are not usable outside it (use ``write_output``). ``use_nccl`` must be False.
+    Parameters are shared: ``append_backward`` sums their gradients over the shards (run as a
+    pairwise tree in shard order, ``place_parallel``). The gradient each shard receives does not depend on the place count when ``P`` and
+    ``S/P`` are powers of two (``1/P`` then ``1/(S/P)``, both exact), so for every place count
+    dividing 8 the trained weights are bit-identical, and equal to the undivided batch's up to
+    float rounding. A per-row statistic of the body (``batch_norm``) is computed per shard; the
+    state such an op updates in place (the running mean and variance) is updated once per step,
+    to the mean of the shards' updates (``place_parallel.ShardedState``).
+
+    A batch that does not split into ``S`` equal shards fails at run time (``chanflow.Error``,
+    from the ``split``). A body with control flow (a nested block) raises ``ValueError``, as
+    does ``write_output`` of a variable declared with a fixed dimension 0 that is not one
+    element (neither per-row nor one value); the body's own variables are not usable outside it
+    (use ``write_output``). ``use_nccl`` must be False.
     """
 
     BEFORE_PARALLEL_DO_BLOCK = 0
     IN_PARALLEL_DO_BLOCK = 1
     AFTER_PARALLEL_DO_BLOCK = 2
 
-    def __init__(self, places, use_nccl=False, name=None):
+    def __init__(self, places, use_nccl=False, name=None, num_shards=None):
         if use_nccl:
             raise ValueError("ParallelDo: use_nccl=True needs GPUs; chanflow has none")
         try:
@@ -263,9 +276,16 @@ class ParallelDo(object):
         for p in places:
             if not isinstance(p, core.CPUPlace):
                 raise TypeError("ParallelDo: every place must be a CPUPlace, got %r" % (p,))
+        if num_shards is None:
+            num_shards = n * -(-8 // n)
+        if isinstance(num_shards, bool) or not isinstance(num_shards, int) or num_shards < 1 \
+                or num_shards % n:
+            raise ValueError("ParallelDo: num_shards must be a positive multiple of the place "
+                             "count %d, got %r" % (n, num_shards))
         self.helper = LayerHelper("parallel_do", name=name)
         self.places = places
         self.num_places = n
+        self.num_shards = num_shards
         self.status = ParallelDo.BEFORE_PARALLEL_DO_BLOCK
         self._inputs = []  # (outer variable, variable of the body)
         self._outputs = []  # variables of the body
@@ -279,16 +299,16 @@ class ParallelDo(object):
             raise ValueError("ParallelDo.%s must be called inside 'with pd.do():'" % what)
 
     def read_input(self, var):
-        """A variable of the body holding this place's part of ``var`` (split along dim 0)."""
+        """A variable of the body holding a shard of ``var`` (split along dim 0)."""
         self._check_in_block("read_input")
         _check_variable(var, "read_input's argument", "ParallelDo")
         shape = list(var.shape)
         if shape and shape[0] > 0:
-            if shape[0] % self.num_places:
+            if shape[0] % self.num_shards:
                 raise ValueError(
                     "ParallelDo.read_input: dim 0 of '%s' (%d) does not split into %d equal "
-                    "parts" % (var.name, shape[0], self.num_places))
-            shape[0] //= self.num_places
+                    "shards" % (var.name, shape[0], self.num_shards))
+            shape[0] //= self.num_shards
         block = self.helper.main_program.current_block()
         inner = block.create_var(
             name=unique_name.generate("parallel_do_input"),
@@ -315,7 +335,7 @@ class ParallelDo(object):
         return self._results[0] if len(self._results) == 1 else list(self._results)
 
     def _complete(self, body):
-        from .nn import split
+        from .nn import mean, split
         from .tensor import concat
 
         program = self.helper.main_program
@@ -325,19 +345,36 @@ class ParallelDo(object):
         program.blocks.pop()
         program._bump()
         parent = program.current_block()
-        n = self.num_places
-        renames = [dict() for _ in range(n)]
+        n, S = self.num_places, self.num_shards
+        k = S // n
+        for var in self._outputs:
+            dims = list(var.shape)
+            fixed = bool(dims) and all(d > 0 for d in dims)
+            one = fixed and all(d == 1 for d in dims)
+            if k > 1 and one and var.dtype not in (VarType.FP16, VarType.FP32, VarType.FP64):
+                raise ValueError("ParallelDo.write_output: '%s' is one %r element; a place's "
+                                 "value is the mean of its shards', which needs a float"
+                                 % (var.name, var.dtype))
+            if S > 1 and dims and dims[0] > 0 and not one:
+                raise ValueError("ParallelDo.write_output: '%s' is declared %s, a fixed "
+                                 "dimension 0 that is not one element: neither a value per row "
+                                 "(concatenated over the shards) nor one value (averaged)"
+                                 % (var.name, dims))
+        renames = [dict() for _ in range(S)]
         for outer, inner in self._inputs:
-            parts = split(outer, n, dim=0) if n > 1 else [outer]
+            parts = split(outer, S, dim=0) if S > 1 else [outer]
             for i, part in enumerate(parts):
                 part.stop_gradient = outer.stop_gradient
                 renames[i][inner.name] = part.name
-        for i in range(n):
+        from ..place_parallel import ShardedState
+
+        state = ShardedState(parent, S)
+        for i in range(S):
             ren = renames[i]
             for name, v in body.vars.items():
                 if name in ren:
                     continue
-                new = "%s.place_%d" % (name, i)
+                new = "%s.shard_%d" % (name, i)
                 parent.create_var(
                     name=new, type=v.type, dtype=v.dtype, shape=v.shape or None,
                     lod_level=v.lod_level, persistable=v.persistable,
@@ -351,14 +388,32 @@ class ParallelDo(object):
                 parent.append_op(
                     type=op.type,
                     inputs={k: [ren.get(a, a) for a in args] for k, args in op._inputs.items()},
-                    outputs={k: [ren.get(a, a) for a in args] for k, args in op._outputs.items()},
+                    outputs=state.outputs(op, ren, i),
                     attrs=dict(op._attrs),
                 )
+        state.append_means()
+        # Shard i's variables are place i // k's: Executor.run runs the places concurrently.
+        # (Recorded for one place too: the sums over the shards are the same trees then.)
+        base = len(program._shard_places)
+        shards = {}
+        for i in range(S):
+            for new in list(renames[i].values()) + state.names(i):
+                shards[new] = base + i
+        program._shard_places.extend(i // k for i in range(S))
         results = []
         for var in self._outputs:
-            per_place = [parent.var_recursive(renames[i].get(var.name, var.name))
-                         for i in range(n)]
-            results.append(concat(per_place, axis=0))
+            per_shard = [parent.var_recursive(renames[i].get(var.name, var.name))
+                         for i in range(S)]
+            dims = list(var.shape)
+            if k > 1 and dims and all(d == 1 for d in dims):
+                per_place = []
+                for j in range(n):
+                    per_place.append(mean(concat(per_shard[j * k:(j + 1) * k], axis=0)))
+            else:
+                per_place = per_shard
+            results.append(concat(per_place, axis=0) if len(per_place) > 1 else per_place[0])
+        program._var_shards.update(shards)
+        program._bump()
         self._results = results
         self.status = ParallelDo.AFTER_PARALLEL_DO_BLOCK
 
